@@ -1,0 +1,29 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Flatland",
+    products: [
+        .library(name: "FlatlandJSON", targets: ["FlatlandJSON"]),
+        .executable(name: "flatland", targets: ["FlatlandCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CYAJL",
+            pkgConfig: "yajl",
+            providers: [.apt(["libyajl-dev"]), .brew(["yajl"])]
+        ),
+        .target(name: "FlatlandJSON", dependencies: ["CYAJL"]),
+        .executableTarget(
+            name: "FlatlandCLI",
+            dependencies: [
+                "FlatlandJSON",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON"]),
+    ]
+)

@@ -1,0 +1,392 @@
+import CYAJL
+
+/// A streaming, push-style JSON parser over libyajl.
+///
+/// Feed it bytes in chunks of any size with ``feed(_:)-(UnsafeRawBufferPointer)``, then call
+/// ``finish()``. Events go to the ``JSONEventHandler`` as soon as their tokens are complete, so a
+/// large document never has to be held in memory. The parser is strict RFC 8259 by default
+/// (see ``JSONParserOptions``) and enforces ``JSONLimits`` as the bytes arrive.
+///
+/// ```swift
+/// let builder = JSONValueBuilder()
+/// let parser = JSONStreamParser(handler: builder)
+/// try parser.feed(Array(#"{"id": 12345678901234567890"#.utf8))
+/// try parser.feed(Array("}".utf8))
+/// try parser.finish()
+/// ```
+///
+/// A parser parses one input. After an error every call throws that same error. It is not
+/// thread-safe: feed it from one task or thread at a time.
+public final class JSONStreamParser {
+    /// The handler that receives the events.
+    public let handler: any JSONEventHandler
+    /// The options this parser was created with.
+    public let options: JSONParserOptions
+
+    private var yajl: yajl_handle!
+    private var scanner: StrictScanner
+    /// Bytes accepted before the current chunk.
+    private var chunkStart = 0
+    private var chunkBase: UnsafePointer<UInt8>?
+    private var chunkCount = 0
+    private var finishing = false
+    private var finished = false
+    private var failure: JSONError?
+    private var handlerError: (any Error)?
+    private var handlerErrorOffset = 0
+    private var eventCount = 0
+    /// Length of the run of number characters that ended the previous chunk.
+    private var numberRun = 0
+    /// The last bytes before the current chunk, for excerpts.
+    private var history: [UInt8] = []
+    private var repairBuffer: [UInt8] = []
+
+    /// Creates a parser that sends its events to `handler`.
+    public init(handler: any JSONEventHandler, options: JSONParserOptions = .strict) {
+        self.handler = handler
+        self.options = options
+        self.scanner = StrictScanner(options: options)
+        self.yajl = yajl_alloc(yajlCallbacks, nil, Unmanaged.passUnretained(self).toOpaque())
+        yajl_config_set(yajl, yajl_dont_validate_strings, true)
+        yajl_config_set(yajl, yajl_allow_comments, options.allowComments)
+        yajl_config_set(yajl, yajl_allow_multiple_values, options.allowMultipleValues)
+    }
+
+    deinit {
+        yajl_free(yajl)
+    }
+
+    /// The number of bytes accepted so far.
+    public var bytesConsumed: Int { chunkStart }
+
+    /// Parses the next chunk of input.
+    ///
+    /// - Throws: ``JSONError`` for invalid input, an exceeded limit, or an error the handler threw.
+    public func feed(_ bytes: UnsafeRawBufferPointer) throws(JSONError) {
+        if let failure { throw failure }
+        if finished { throw JSONError(.misuse, "feed after finish") }
+        guard var n = bytes.count as Int?, n > 0, let raw = bytes.baseAddress else { return }
+        let limit = options.limits.maxTotalBytes
+        let overLimit = n > limit - chunkStart
+        if overLimit { n = max(0, limit - chunkStart) }
+        let base = raw.assumingMemoryBound(to: UInt8.self)
+        chunkBase = base
+        chunkCount = n
+        defer { chunkBase = nil }
+
+        let scanFailure = scanner.scan(base, count: n, start: chunkStart)
+        let safe = scanFailure?.detectedAt ?? n
+        if safe > 0 {
+            let status = yajl_parse(yajl, base, safe)
+            if status != yajl_status_ok { throw fail(yajlFailure(status)) }
+        }
+        if let scanFailure { throw fail(locate(scanFailure.error)) }
+        try checkNumberRun(base, count: n)
+        if overLimit {
+            throw fail(
+                locate(JSONError(.limit, "input longer than \(limit) bytes"), at: chunkStart + n))
+        }
+        remember(base, count: n)
+        chunkStart += n
+    }
+
+    /// Ends the input: reports a value still open, or an empty input, as an error.
+    public func finish() throws(JSONError) {
+        if let failure { throw failure }
+        if finished { throw JSONError(.misuse, "finish called twice") }
+        finishing = true
+        let status = yajl_complete_parse(yajl)
+        if status != yajl_status_ok { throw fail(yajlFailure(status)) }
+        if eventCount == 0, !options.allowMultipleValues {
+            throw fail(locate(JSONError(.truncated, "empty input: expected a JSON value"), at: chunkStart))
+        }
+        finished = true
+    }
+
+    private func fail(_ error: JSONError) -> JSONError {
+        failure = error
+        return error
+    }
+
+    // MARK: Errors and their locations
+
+    /// The location of an absolute offset at or after the start of the current chunk.
+    private func location(at offset: Int) -> JSONLocation {
+        if finishing || chunkBase == nil { return scanner.lines.location(at: offset) }
+        if offset < chunkStart {
+            // The last bytes of a token that ended the previous chunk: same line, walk back.
+            let start = scanner.chunkLines.location(at: chunkStart)
+            var column = start.column
+            let historyStart = chunkStart - history.count
+            for o in stride(from: chunkStart - 1, through: max(offset, historyStart), by: -1) {
+                let b = history[o - historyStart]
+                if b == 0x0A { return start }
+                if b & 0xC0 != 0x80 { column -= 1 }
+            }
+            return JSONLocation(offset: offset, line: start.line, column: column)
+        }
+        var state = scanner.chunkLines
+        let count = min(max(0, offset - chunkStart), chunkCount)
+        state.advance(over: UnsafeBufferPointer(start: chunkBase, count: count), start: chunkStart)
+        return state.location(at: offset)
+    }
+
+    private func locate(_ error: JSONError, at offset: Int? = nil) -> JSONError {
+        var e = error
+        if let offset { e.location = location(at: offset) }
+        if let offset = e.location?.offset { e.excerpt = excerpt(at: offset) }
+        return e
+    }
+
+    /// Up to 24 bytes before `offset` and the byte at it, from what has been fed so far.
+    private func excerpt(at offset: Int) -> String {
+        var bytes: [UInt8] = []
+        let from = max(0, offset - 24)
+        let available = chunkStart + (chunkBase == nil ? 0 : chunkCount)
+        let to = min(offset + 1, available)
+        guard from < to else { return "" }
+        let historyStart = chunkStart - history.count
+        for o in from..<to {
+            if o < chunkStart {
+                if o >= historyStart { bytes.append(history[o - historyStart]) }
+            } else if let chunkBase {
+                bytes.append(chunkBase[o - chunkStart])
+            }
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        return String(text.unicodeScalars.map { $0.value < 0x20 ? " " : Character($0) })
+    }
+
+    private func remember(_ base: UnsafePointer<UInt8>, count n: Int) {
+        let keep = 48
+        if n >= keep {
+            history = Array(UnsafeBufferPointer(start: base + (n - keep), count: keep))
+        } else {
+            history.append(contentsOf: UnsafeBufferPointer(start: base, count: n))
+            if history.count > keep { history.removeFirst(history.count - keep) }
+        }
+    }
+
+    private func yajlFailure(_ status: yajl_status) -> JSONError {
+        if status == yajl_status_client_canceled, let error = handlerError {
+            handlerError = nil
+            return locate(handlerFailure(error), at: handlerErrorOffset)
+        }
+        let consumed = finishing ? 0 : Int(yajl_get_bytes_consumed(yajl))
+        var text = "invalid JSON"
+        if let c = yajl_get_error(yajl, 0, nil, 0) {
+            text = String(cString: c)
+            yajl_free_error(yajl, c)
+        }
+        text = text.trimmingSpaces
+        let lexical = text.hasPrefix("lexical error: ")
+        for prefix in ["lexical error: ", "parse error: "] where text.hasPrefix(prefix) {
+            text.removeFirst(prefix.count)
+        }
+        if text.hasSuffix(".") { text.removeLast() }
+        if finishing {
+            if text == "premature EOF" {
+                if eventCount == 0 {
+                    return locate(JSONError(.truncated, "empty input: expected a JSON value"), at: chunkStart)
+                }
+                return locate(JSONError(.truncated, "unexpected end of input"), at: chunkStart)
+            }
+            return locate(JSONError(.syntax, text), at: chunkStart)
+        }
+        // libyajl stops after the token it rejects, except for most lexical errors, which stop at
+        // the offending byte; point at the offending byte in both cases.
+        var offset = chunkStart + consumed
+        if !lexical || text == "invalid char in json text" { offset -= 1 }
+        offset = max(chunkStart - history.count, offset)
+        if text == "invalid char in json text", let chunkBase, offset >= chunkStart, offset - chunkStart < chunkCount {
+            text = "unexpected character \(describeByte(chunkBase[offset - chunkStart]))"
+        }
+        if text == "unallowed token at this point in JSON text" { text = "unexpected token" }
+        return locate(JSONError(.syntax, text), at: offset)
+    }
+
+    private func describeByte(_ b: UInt8) -> String {
+        if b >= 0x20, b < 0x7F { return "'\(Character(Unicode.Scalar(b)))'" }
+        return "byte 0x" + String(b, radix: 16, uppercase: true)
+    }
+
+    private func handlerFailure(_ error: any Error) -> JSONError {
+        if let e = error as? JSONError { return e }
+        if error is CancellationError { return JSONError(.cancelled, "parse cancelled by the handler") }
+        return JSONError(.handler, String(describing: error), underlying: error)
+    }
+
+    /// A number that spans chunks is buffered by libyajl: stop it at the limit, before it grows.
+    private func checkNumberRun(_ base: UnsafePointer<UInt8>, count n: Int) throws(JSONError) {
+        guard scanner.mode == .value else {
+            numberRun = 0
+            return
+        }
+        var t = 0
+        while t < n, isNumberByte(base[n - 1 - t]) { t += 1 }
+        numberRun = t == n ? numberRun + n : t
+        let maxLength = options.limits.maxNumberLength
+        if numberRun > maxLength {
+            let offset = chunkStart + n - numberRun + maxLength
+            throw fail(locate(numberTooLong(), at: offset))
+        }
+    }
+
+    private func isNumberByte(_ b: UInt8) -> Bool {
+        (b &- 48) < 10 || b == UInt8(ascii: "-") || b == UInt8(ascii: "+") || b == UInt8(ascii: ".") || b | 0x20 == 0x65
+    }
+
+    private func numberTooLong() -> JSONError {
+        JSONError(.limit, "number longer than \(options.limits.maxNumberLength) characters")
+    }
+
+    // MARK: Events from libyajl
+
+    private func tokenEnd() -> Int {
+        finishing ? chunkStart : chunkStart + Int(yajl_get_bytes_consumed(yajl))
+    }
+
+    @inline(__always)
+    fileprivate func failEvent(_ error: any Error) -> Int32 {
+        handlerError = error
+        handlerErrorOffset = tokenEnd()
+        return 0
+    }
+
+    fileprivate func onString(_ pointer: UnsafePointer<UInt8>?, _ count: Int, isKey: Bool) -> Int32 {
+        eventCount &+= 1
+        let buffer = UnsafeRawBufferPointer(start: pointer, count: count)
+        if options.replaceInvalidUTF8, !UTF8Validation.isValid(buffer) {
+            repairBuffer = Array(String(decoding: buffer, as: UTF8.self).utf8)
+            return repairBuffer.withUnsafeBytes { repaired in
+                deliverString(JSONBytes(unsafeBuffer: repaired), isKey: isKey)
+            }
+        }
+        return deliverString(JSONBytes(unsafeBuffer: buffer), isKey: isKey)
+    }
+
+    @inline(__always)
+    private func deliverString(_ bytes: JSONBytes, isKey: Bool) -> Int32 {
+        do {
+            if isKey { try handler.key(bytes) } else { try handler.string(bytes) }
+            return 1
+        } catch {
+            return failEvent(error)
+        }
+    }
+
+    fileprivate func onNumber(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
+        eventCount &+= 1
+        if count > options.limits.maxNumberLength {
+            let end = tokenEnd()
+            handlerError = numberTooLong()
+            handlerErrorOffset = end - count + options.limits.maxNumberLength
+            return 0
+        }
+        do {
+            try handler.number(JSONNumberText(unsafeBuffer: UnsafeRawBufferPointer(start: pointer, count: count)))
+            return 1
+        } catch {
+            return failEvent(error)
+        }
+    }
+
+    fileprivate func onEvent(_ kind: UInt8) -> Int32 {
+        eventCount &+= 1
+        do {
+            switch kind {
+            case 0: try handler.beginObject()
+            case 1: try handler.endObject()
+            case 2: try handler.beginArray()
+            case 3: try handler.endArray()
+            case 4: try handler.null()
+            case 5: try handler.bool(false)
+            default: try handler.bool(true)
+            }
+            return 1
+        } catch {
+            return failEvent(error)
+        }
+    }
+}
+
+extension JSONStreamParser {
+    /// Parses the next chunk of input from any byte sequence (`[UInt8]`, `Data`, a slice).
+    public func feed<Bytes: Sequence<UInt8>>(_ bytes: Bytes) throws(JSONError) {
+        let done: Result<Void, JSONError>? = bytes.withContiguousStorageIfAvailable { buffer in
+            do throws(JSONError) {
+                try feed(UnsafeRawBufferPointer(buffer))
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        if let done { return try done.get() }
+        let copy = Array(bytes)
+        let result: Result<Void, JSONError> = copy.withUnsafeBytes { buffer in
+            do throws(JSONError) {
+                try feed(buffer)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try result.get()
+    }
+
+    /// Parses `bytes` as one document in chunks of `chunkSize` bytes (all at once when nil),
+    /// sending the events to `handler`.
+    public static func parse<Bytes: Sequence<UInt8>>(
+        _ bytes: Bytes, handler: any JSONEventHandler, options: JSONParserOptions = .strict,
+        chunkSize: Int? = nil
+    ) throws(JSONError) {
+        let parser = JSONStreamParser(handler: handler, options: options)
+        let all = Array(bytes)
+        let step = max(1, chunkSize ?? all.count)
+        var start = 0
+        while start < all.count {
+            let end = min(all.count, start + step)
+            try parser.feed(all[start..<end])
+            start = end
+        }
+        try parser.finish()
+    }
+}
+
+private func yajl_config_set(_ handle: yajl_handle, _ option: yajl_option, _ on: Bool) {
+    _ = flatland_yajl_config(handle, option, on ? 1 : 0)
+}
+
+@inline(__always)
+private func parser(_ context: UnsafeMutableRawPointer?) -> JSONStreamParser {
+    Unmanaged<JSONStreamParser>.fromOpaque(context!).takeUnretainedValue()
+}
+
+/// libyajl keeps a pointer to its callbacks: one table for the life of the process.
+nonisolated(unsafe) private let yajlCallbacks: UnsafeMutablePointer<yajl_callbacks> = {
+    let table = UnsafeMutablePointer<yajl_callbacks>.allocate(capacity: 1)
+    table.initialize(
+        to: yajl_callbacks(
+            yajl_null: { parser($0).onEvent(4) },
+            yajl_boolean: { parser($0).onEvent($1 == 0 ? 5 : 6) },
+            yajl_integer: nil,
+            yajl_double: nil,
+            yajl_number: { parser($0).onNumber($1, $2) },
+            yajl_string: { parser($0).onString($1, $2, isKey: false) },
+            yajl_start_map: { parser($0).onEvent(0) },
+            yajl_map_key: { parser($0).onString($1, $2, isKey: true) },
+            yajl_end_map: { parser($0).onEvent(1) },
+            yajl_start_array: { parser($0).onEvent(2) },
+            yajl_end_array: { parser($0).onEvent(3) }
+        ))
+    return table
+}()
+
+extension String {
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while let c = s.first, c.isWhitespace { s.removeFirst() }
+        while let c = s.last, c.isWhitespace { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,398 @@
+/// The checks that make the parser strict RFC 8259 where libyajl alone is lenient, plus the
+/// limits, done in one streaming pass over the raw bytes before libyajl sees them.
+///
+/// It follows just enough of the grammar to know where strings and comments are: form feed
+/// outside strings, invalid UTF-8 (overlongs, encoded surrogates, above U+10FFFF, truncated),
+/// lone or inverted `\u` surrogate escapes, a leading byte-order mark, nesting depth and string
+/// and key lengths. It also tracks lines and columns so that any error can be located.
+///
+/// Every check is a pure function of the bytes before the point it fires, so the first error
+/// and its location do not depend on how the input is split into chunks.
+struct StrictScanner {
+    enum Mode: UInt8 {
+        case value, string, escape, unicode, utf8, afterHigh, afterHighEscape
+        case slash, lineComment, blockComment, blockCommentStar
+    }
+
+    /// An error found by the scanner: where it was detected (a chunk index) and what it is.
+    struct Failure {
+        var detectedAt: Int
+        var error: JSONError
+    }
+
+    /// The line state at a point: enough to locate any later offset on the same run of bytes.
+    struct LineState {
+        var line = 1
+        var lineStart = 0
+        var extra = 0
+
+        func location(at offset: Int) -> JSONLocation {
+            JSONLocation(offset: offset, line: line, column: offset - lineStart - extra + 1)
+        }
+
+        /// Advances over `bytes` that start at absolute offset `start`.
+        mutating func advance(over bytes: UnsafeBufferPointer<UInt8>, start: Int) {
+            for (i, b) in bytes.enumerated() {
+                if b == 0x0A {
+                    line += 1
+                    lineStart = start + i + 1
+                    extra = 0
+                } else if b & 0xC0 == 0x80 {
+                    extra += 1
+                }
+            }
+        }
+    }
+
+    let allowComments: Bool
+    let validateUTF8: Bool
+    let maxDepth: Int
+    let maxStringLength: Int
+    let maxKeyLength: Int
+
+    var mode = Mode.value
+    var lines = LineState()
+    /// The line state at the start of the chunk being scanned.
+    var chunkLines = LineState()
+
+    var depth = 0
+    /// 1 for an object, 0 for an array, per open level.
+    var containers: [UInt8] = []
+    var expectKey = false
+
+    /// Absolute offset of the first content byte of the current string.
+    var stringStart = 0
+    var stringIsKey = false
+
+    var utf8Need = 0
+    var utf8Lo: UInt8 = 0x80
+    var utf8Hi: UInt8 = 0xBF
+    var utf8Lead = JSONLocation(offset: 0, line: 1, column: 1)
+
+    var hexCount = 0
+    var hexValue: UInt32 = 0
+    var escapeStart = JSONLocation(offset: 0, line: 1, column: 1)
+    var pendingHigh = JSONLocation(offset: 0, line: 1, column: 1)
+
+    init(options: JSONParserOptions) {
+        allowComments = options.allowComments
+        validateUTF8 = !options.replaceInvalidUTF8
+        maxDepth = max(0, options.limits.maxDepth)
+        maxStringLength = max(0, options.limits.maxStringLength)
+        maxKeyLength = max(0, options.limits.maxKeyLength)
+        containers.reserveCapacity(min(maxDepth, 64))
+    }
+
+    /// Byte classes outside strings: 0 = nothing to do.
+    nonisolated(unsafe) static let valueClass: UnsafePointer<UInt8> = {
+        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
+        t.initialize(repeating: 0, count: 256)
+        t[Int(UInt8(ascii: "\""))] = 1
+        t[Int(UInt8(ascii: "{"))] = 2
+        t[Int(UInt8(ascii: "["))] = 3
+        t[Int(UInt8(ascii: "}"))] = 4
+        t[Int(UInt8(ascii: "]"))] = 4
+        t[Int(UInt8(ascii: ","))] = 5
+        t[0x0A] = 6
+        t[0x0C] = 7
+        t[Int(UInt8(ascii: "/"))] = 8
+        return UnsafePointer(t)
+    }()
+
+    /// Byte classes inside strings: 0 = an ordinary byte.
+    nonisolated(unsafe) static let stringClass: UnsafePointer<UInt8> = {
+        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
+        t.initialize(repeating: 0, count: 256)
+        t[Int(UInt8(ascii: "\""))] = 1
+        t[Int(UInt8(ascii: "\\"))] = 2
+        for b in 0x80...0xFF { t[b] = 3 }
+        return UnsafePointer(t)
+    }()
+
+    var stringLimit: Int { stringIsKey ? maxKeyLength : maxStringLength }
+
+    mutating func fail(_ code: JSONError.Code, _ message: String, at location: JSONLocation, detectedAt: Int)
+        -> Failure
+    {
+        Failure(detectedAt: detectedAt, error: JSONError(code, message, location: location))
+    }
+
+    /// Scans `count` bytes at `base`, which start at absolute offset `start`.
+    /// Returns the first error, with the chunk index at which it was detected; bytes before that
+    /// index are safe to hand to libyajl.
+    mutating func scan(_ base: UnsafePointer<UInt8>, count n: Int, start: Int) -> Failure? {
+        chunkLines = lines
+        let valueClass = Self.valueClass
+        let stringClass = Self.stringClass
+        var i = 0
+        if start == 0, n > 0, base[0] == 0xEF {
+            return fail(
+                .syntax, "byte-order mark is not allowed in JSON text", at: lines.location(at: 0), detectedAt: 0)
+        }
+        while i < n {
+            switch mode {
+            case .value:
+                var c: UInt8 = 0
+                while i < n {
+                    c = valueClass[Int(base[i])]
+                    if c != 0 { break }
+                    i &+= 1
+                }
+                if i >= n { return nil }
+                switch c {
+                case 1:
+                    mode = .string
+                    stringIsKey = expectKey
+                    expectKey = false
+                    stringStart = start + i + 1
+                case 2, 3:
+                    if depth >= maxDepth {
+                        return fail(
+                            .depth, "nesting deeper than \(maxDepth) levels", at: lines.location(at: start + i),
+                            detectedAt: i)
+                    }
+                    depth += 1
+                    containers.append(c == 2 ? 1 : 0)
+                    expectKey = c == 2
+                case 4:
+                    if depth > 0 {
+                        depth -= 1
+                        containers.removeLast()
+                    }
+                    expectKey = false
+                case 5:
+                    expectKey = containers.last == 1
+                case 6:
+                    lines.line += 1
+                    lines.lineStart = start + i + 1
+                    lines.extra = 0
+                case 7:
+                    return fail(
+                        .syntax, "form feed (U+000C) is not whitespace in JSON", at: lines.location(at: start + i),
+                        detectedAt: i)
+                default:
+                    if allowComments { mode = .slash }
+                }
+                i &+= 1
+
+            case .string:
+                let limitIndex = stringStart + stringLimit - start
+                let stop = limitIndex < n ? max(limitIndex, i) : n
+                var c: UInt8 = 0
+                while i < stop {
+                    c = stringClass[Int(base[i])]
+                    if c != 0 { break }
+                    i &+= 1
+                }
+                if i >= n { return nil }
+                if i == stop {
+                    // At the length limit: only the closing quote may stand here.
+                    if base[i] != UInt8(ascii: "\"") { return lengthFailure(start: start, index: i) }
+                    c = 1
+                }
+                switch c {
+                case 1:
+                    mode = .value
+                case 2:
+                    escapeStart = lines.location(at: start + i)
+                    mode = .escape
+                default:
+                    let b = base[i]
+                    if validateUTF8 {
+                        if let f = utf8Lead(b, start: start, index: i) { return f }
+                    } else if b & 0xC0 == 0x80 {
+                        lines.extra += 1
+                    }
+                }
+                i &+= 1
+
+            case .escape, .unicode, .utf8, .afterHigh, .afterHighEscape:
+                if start + i >= stringStart + stringLimit, mode != .afterHigh || base[i] != UInt8(ascii: "\"") {
+                    return lengthFailure(start: start, index: i)
+                }
+                if let f = stringStep(base[i], start: start, index: i) { return f }
+                i &+= 1
+
+            case .slash:
+                let b = base[i]
+                if b == UInt8(ascii: "/") {
+                    mode = .lineComment
+                    i &+= 1
+                } else if b == UInt8(ascii: "*") {
+                    mode = .blockComment
+                    i &+= 1
+                } else {
+                    mode = .value  // libyajl reports the error; look at this byte again
+                }
+
+            case .lineComment:
+                let b = base[i]
+                if b == 0x0A {
+                    lines.line += 1
+                    lines.lineStart = start + i + 1
+                    lines.extra = 0
+                    mode = .value
+                } else if b & 0xC0 == 0x80 {
+                    lines.extra += 1
+                }
+                i &+= 1
+
+            case .blockComment, .blockCommentStar:
+                let b = base[i]
+                if b == 0x0A {
+                    lines.line += 1
+                    lines.lineStart = start + i + 1
+                    lines.extra = 0
+                } else if b & 0xC0 == 0x80 {
+                    lines.extra += 1
+                }
+                if mode == .blockCommentStar, b == UInt8(ascii: "/") {
+                    mode = .value
+                } else {
+                    mode = b == UInt8(ascii: "*") ? .blockCommentStar : .blockComment
+                }
+                i &+= 1
+            }
+        }
+        return nil
+    }
+
+    mutating func lengthFailure(start: Int, index i: Int) -> Failure {
+        let what = stringIsKey ? "key" : "string"
+        return fail(
+            .limit, "\(what) longer than \(stringLimit) bytes", at: lines.location(at: start + i), detectedAt: i)
+    }
+
+    /// A byte of string content that is not ASCII: the start of a UTF-8 sequence.
+    mutating func utf8Lead(_ b: UInt8, start: Int, index i: Int) -> Failure? {
+        utf8Lead = lines.location(at: start + i)
+        switch b {
+        case 0xC2...0xDF: utf8Need = 1; utf8Lo = 0x80; utf8Hi = 0xBF
+        case 0xE0: utf8Need = 2; utf8Lo = 0xA0; utf8Hi = 0xBF
+        case 0xE1...0xEC, 0xEE, 0xEF: utf8Need = 2; utf8Lo = 0x80; utf8Hi = 0xBF
+        case 0xED: utf8Need = 2; utf8Lo = 0x80; utf8Hi = 0x9F
+        case 0xF0: utf8Need = 3; utf8Lo = 0x90; utf8Hi = 0xBF
+        case 0xF1...0xF3: utf8Need = 3; utf8Lo = 0x80; utf8Hi = 0xBF
+        case 0xF4: utf8Need = 3; utf8Lo = 0x80; utf8Hi = 0x8F
+        default:
+            return fail(.invalidUTF8, invalidUTF8Message(b), at: utf8Lead, detectedAt: i)
+        }
+        mode = .utf8
+        return nil
+    }
+
+    func invalidUTF8Message(_ b: UInt8) -> String {
+        switch b {
+        case 0x80...0xBF: return "invalid UTF-8: unexpected continuation byte 0x\(hex(b))"
+        case 0xC0, 0xC1: return "invalid UTF-8: overlong encoding (lead byte 0x\(hex(b)))"
+        default: return "invalid UTF-8: byte 0x\(hex(b)) never appears in UTF-8"
+        }
+    }
+
+    func hex(_ b: UInt8) -> String {
+        let digits = Array("0123456789ABCDEF")
+        return String([digits[Int(b >> 4)], digits[Int(b & 15)]])
+    }
+
+    /// One byte in the slower string states: escapes, `\u` digits, UTF-8 continuations.
+    mutating func stringStep(_ b: UInt8, start: Int, index i: Int) -> Failure? {
+        switch mode {
+        case .utf8:
+            guard b >= utf8Lo, b <= utf8Hi else {
+                let message: String
+                if b & 0xC0 != 0x80 {
+                    message = "invalid UTF-8: truncated multi-byte sequence"
+                } else if utf8Lo == 0xA0 || utf8Lo == 0x90 {
+                    message = "invalid UTF-8: overlong encoding"
+                } else if utf8Hi == 0x9F {
+                    message = "invalid UTF-8: encoded surrogate (U+D800 to U+DFFF)"
+                } else {
+                    message = "invalid UTF-8: code point above U+10FFFF"
+                }
+                return fail(.invalidUTF8, message, at: utf8Lead, detectedAt: i)
+            }
+            lines.extra += 1
+            utf8Lo = 0x80
+            utf8Hi = 0xBF
+            utf8Need -= 1
+            if utf8Need == 0 { mode = .string }
+        case .escape:
+            if b == UInt8(ascii: "u") {
+                mode = .unicode
+                hexCount = 0
+                hexValue = 0
+            } else {
+                mode = .string  // libyajl checks the other escapes
+            }
+        case .unicode:
+            let v: UInt32
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = UInt32(b - 48)
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = UInt32(b - 87)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = UInt32(b - 55)
+            default:
+                mode = .string  // libyajl reports the bad hex digit
+                hexCountPaired = false
+                return nil
+            }
+            hexValue = hexValue << 4 | v
+            hexCount += 1
+            if hexCount == 4 { return surrogateCheck(detectedAt: i) }
+        case .afterHigh:
+            if b == UInt8(ascii: "\\") {
+                escapeStart = lines.location(at: start + i)
+                mode = .afterHighEscape
+            } else {
+                return loneHigh(detectedAt: i)
+            }
+        case .afterHighEscape:
+            if b == UInt8(ascii: "u") {
+                mode = .unicode
+                hexCount = 0
+                hexValue = 0
+            } else {
+                return loneHigh(detectedAt: i)
+            }
+        default:
+            break
+        }
+        return nil
+    }
+
+    mutating func surrogateCheck(detectedAt i: Int) -> Failure? {
+        let isHigh = hexValue >= 0xD800 && hexValue <= 0xDBFF
+        let isLow = hexValue >= 0xDC00 && hexValue <= 0xDFFF
+        let inPair = hexCountPaired
+        if inPair {
+            hexCountPaired = false
+            if !isLow { return loneHigh(detectedAt: i) }
+            mode = .string
+            return nil
+        }
+        if isLow {
+            return fail(
+                .invalidUTF8, "\\u\(hex4(hexValue)) is a low surrogate without a high surrogate before it",
+                at: escapeStart, detectedAt: i)
+        }
+        if isHigh {
+            pendingHigh = escapeStart
+            pendingHighValue = hexValue
+            hexCountPaired = true
+            mode = .afterHigh
+            return nil
+        }
+        mode = .string
+        return nil
+    }
+
+    var hexCountPaired = false
+    var pendingHighValue: UInt32 = 0
+
+    mutating func loneHigh(detectedAt i: Int) -> Failure {
+        fail(
+            .invalidUTF8, "\\u\(hex4(pendingHighValue)) is a high surrogate without a low surrogate after it",
+            at: pendingHigh, detectedAt: i)
+    }
+
+    func hex4(_ v: UInt32) -> String { hex(UInt8(v >> 8)) + hex(UInt8(v & 0xFF)) }
+}

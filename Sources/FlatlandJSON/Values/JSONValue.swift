@@ -1,0 +1,185 @@
+/// An untyped JSON value: numbers keep their exact text, objects keep their key order (and any
+/// duplicate keys), so parsing and writing a value gives back the same value.
+public enum JSONValue: Hashable, Sendable {
+    case null
+    case bool(Bool)
+    case number(JSONNumber)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    /// Parses one JSON document.
+    public init<Bytes: Sequence<UInt8>>(parsing bytes: Bytes, options: JSONParserOptions = .strict)
+        throws(JSONError)
+    {
+        let builder = JSONValueBuilder()
+        try JSONStreamParser.parse(bytes, handler: builder, options: options)
+        guard let value = builder.values.first else {
+            throw JSONError(.truncated, "empty input: expected a JSON value")
+        }
+        self = value
+    }
+
+    /// Parses one JSON document from a string.
+    public init(parsing text: String, options: JSONParserOptions = .strict) throws(JSONError) {
+        try self.init(parsing: Array(text.utf8), options: options)
+    }
+
+    /// The member named `key` of an object (the last one, if the key repeats); nil otherwise.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+
+    /// The element at `index` of an array; nil otherwise or when out of range.
+    public subscript(index: Int) -> JSONValue? {
+        if case .array(let items) = self, items.indices.contains(index) { return items[index] }
+        return nil
+    }
+
+    /// The string, when this is a string.
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    /// The number, when this is a number.
+    public var numberValue: JSONNumber? {
+        if case .number(let n) = self { return n }
+        return nil
+    }
+
+    /// The Boolean, when this is `true` or `false`.
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
+    /// Whether this is `null`.
+    public var isNull: Bool { self == .null }
+
+    /// The JSON type's name, for messages: "null", "boolean", "number", "string", "array", "object".
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "boolean"
+        case .number: "number"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+}
+
+/// The members of a JSON object in document order. Lookup by key returns the last member with
+/// that key; iteration and writing keep every member.
+public struct JSONObject: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    /// The members, in order.
+    public var members: [(key: String, value: JSONValue)]
+
+    /// An object with these members, in this order.
+    public init(_ members: [(key: String, value: JSONValue)] = []) { self.members = members }
+
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        members = elements.map { (key: $0.0, value: $0.1) }
+    }
+
+    /// The number of members.
+    public var count: Int { members.count }
+
+    /// The keys, in order.
+    public var keys: [String] { members.map(\.key) }
+
+    /// The last member named `key`; setting replaces it in place, or appends a new member;
+    /// setting nil removes every member with that key.
+    public subscript(key: String) -> JSONValue? {
+        get { members.last { $0.key == key }?.value }
+        set {
+            if let newValue {
+                if let i = members.lastIndex(where: { $0.key == key }) {
+                    members[i].value = newValue
+                } else {
+                    members.append((key: key, value: newValue))
+                }
+            } else {
+                members.removeAll { $0.key == key }
+            }
+        }
+    }
+
+    public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> { members.makeIterator() }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.members.count == rhs.members.count
+            && zip(lhs.members, rhs.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(members.count)
+        for m in members {
+            hasher.combine(m.key)
+            hasher.combine(m.value)
+        }
+    }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByStringLiteral,
+    ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByArrayLiteral,
+    ExpressibleByDictionaryLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .number(JSONNumber(value)) }
+    public init(floatLiteral value: Double) { self = .number(JSONNumber(floatLiteral: value)) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(JSONObject(elements.map { (key: $0.0, value: $0.1) }))
+    }
+}
+
+/// A ``JSONEventHandler`` that builds ``JSONValue``s: one per top-level value.
+public final class JSONValueBuilder: JSONEventHandler {
+    private enum Frame {
+        case array([JSONValue])
+        case object(JSONObject, pendingKey: String?)
+    }
+
+    private var stack: [Frame] = []
+    /// The completed top-level values, in order.
+    public private(set) var values: [JSONValue] = []
+
+    /// Creates an empty builder.
+    public init() {}
+
+    private func add(_ value: JSONValue) {
+        guard let top = stack.popLast() else {
+            values.append(value)
+            return
+        }
+        switch top {
+        case .array(var items):
+            items.append(value)
+            stack.append(.array(items))
+        case .object(var object, let key):
+            object.members.append((key: key ?? "", value: value))
+            stack.append(.object(object, pendingKey: nil))
+        }
+    }
+
+    public func beginObject() { stack.append(.object(JSONObject(), pendingKey: nil)) }
+    public func endObject() {
+        if case .object(let object, _) = stack.popLast() { add(.object(object)) }
+    }
+    public func beginArray() { stack.append(.array([])) }
+    public func endArray() {
+        if case .array(let items) = stack.popLast() { add(.array(items)) }
+    }
+    public func key(_ key: JSONBytes) {
+        if case .object(let object, _) = stack.popLast() { stack.append(.object(object, pendingKey: key.string)) }
+    }
+    public func string(_ value: JSONBytes) { add(.string(value.string)) }
+    public func number(_ value: JSONNumberText) { add(.number(value.number)) }
+    public func bool(_ value: Bool) { add(.bool(value)) }
+    public func null() { add(.null) }
+}

@@ -1,0 +1,183 @@
+/// The one JSON writer: request bodies, dumps and encoded entities all go through it.
+///
+/// It appends UTF-8 to ``bytes`` and puts commas and colons where they belong, so callers only
+/// say what comes next. Strings are escaped as RFC 8259 requires (`"`, `\`, and control
+/// characters; everything else is written as UTF-8).
+///
+/// ```swift
+/// var writer = JSONWriter()
+/// writer.beginObject()
+/// writer.key("name"); writer.string("Ada")
+/// writer.key("age"); writer.number(36)
+/// writer.endObject()
+/// // writer.string == #"{"name":"Ada","age":36}"#
+/// ```
+public struct JSONWriter: Sendable {
+    /// The output so far.
+    public private(set) var bytes: [UInt8]
+    /// Whether to indent with two spaces and put each member on its own line.
+    public var pretty: Bool
+    /// Whether a comma is due before the next value or key, per open level.
+    private var needsComma: [Bool] = [false]
+    private var afterKey = false
+
+    /// Creates an empty writer.
+    public init(pretty: Bool = false, capacity: Int = 256) {
+        self.pretty = pretty
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// The output so far as a string.
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Forgets the output, keeping the buffer's capacity.
+    public mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        needsComma = [false]
+        afterKey = false
+    }
+
+    private mutating func newline() {
+        bytes.append(0x0A)
+        for _ in 1..<needsComma.count { bytes.append(contentsOf: [0x20, 0x20]) }
+    }
+
+    private mutating func beforeValue() {
+        if afterKey {
+            afterKey = false
+            return
+        }
+        if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
+        needsComma[needsComma.count - 1] = true
+        if pretty, needsComma.count > 1 { newline() }
+    }
+
+    /// Starts an object: `{`.
+    public mutating func beginObject() {
+        beforeValue()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma.append(false)
+    }
+
+    /// Ends an object: `}`.
+    public mutating func endObject() { close(UInt8(ascii: "}")) }
+
+    /// Starts an array: `[`.
+    public mutating func beginArray() {
+        beforeValue()
+        bytes.append(UInt8(ascii: "["))
+        needsComma.append(false)
+    }
+
+    /// Ends an array: `]`.
+    public mutating func endArray() { close(UInt8(ascii: "]")) }
+
+    private mutating func close(_ bracket: UInt8) {
+        let hadMembers = needsComma.removeLast()
+        if pretty, hadMembers { newline() }
+        bytes.append(bracket)
+    }
+
+    /// An object key; the next call writes its value.
+    public mutating func key(_ key: String) {
+        beforeValue()
+        appendEscaped(key)
+        bytes.append(UInt8(ascii: ":"))
+        if pretty { bytes.append(0x20) }
+        afterKey = true
+    }
+
+    /// A string value.
+    public mutating func string(_ value: String) {
+        beforeValue()
+        appendEscaped(value)
+    }
+
+    /// A number, written exactly as its text.
+    public mutating func number(_ value: JSONNumber) {
+        beforeValue()
+        bytes.append(contentsOf: value.text.utf8)
+    }
+
+    /// An integer.
+    public mutating func number<T: BinaryInteger>(_ value: T) { number(JSONNumber(value)) }
+
+    /// A `Double`, in its shortest exact form; NaN and infinities, which JSON cannot express,
+    /// are written as `null`.
+    public mutating func number(_ value: Double) {
+        if let n = JSONNumber(value) { number(n) } else { null() }
+    }
+
+    /// `true` or `false`.
+    public mutating func bool(_ value: Bool) {
+        beforeValue()
+        bytes.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8))
+    }
+
+    /// `null`.
+    public mutating func null() {
+        beforeValue()
+        bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
+    }
+
+    /// Any ``JSONValue``, recursively.
+    public mutating func value(_ value: JSONValue) {
+        switch value {
+        case .null: null()
+        case .bool(let b): bool(b)
+        case .number(let n): number(n)
+        case .string(let s): string(s)
+        case .array(let items):
+            beginArray()
+            for item in items { self.value(item) }
+            endArray()
+        case .object(let object):
+            beginObject()
+            for member in object.members {
+                key(member.key)
+                self.value(member.value)
+            }
+            endObject()
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private mutating func appendEscaped(_ s: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0x08: bytes.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x0C: bytes.append(contentsOf: [0x5C, UInt8(ascii: "f")])
+            case 0..<0x20:
+                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30])
+                bytes.append(Self.hexDigits[Int(b >> 4)])
+                bytes.append(Self.hexDigits[Int(b & 15)])
+            default: bytes.append(b)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSONValue {
+    /// The value as compact JSON text (or indented, with `pretty`).
+    public func jsonString(pretty: Bool = false) -> String {
+        var writer = JSONWriter(pretty: pretty)
+        writer.value(self)
+        return writer.string
+    }
+
+    /// The value as compact UTF-8 JSON.
+    public var jsonBytes: [UInt8] {
+        var writer = JSONWriter()
+        writer.value(self)
+        return writer.bytes
+    }
+}
