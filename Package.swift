@@ -5,6 +5,7 @@ let package = Package(
     name: "Flatland",
     products: [
         .library(name: "FlatlandJSON", targets: ["FlatlandJSON"]),
+        .library(name: "FlatlandFixtures", targets: ["FlatlandFixtures"]),
         .executable(name: "flatland", targets: ["FlatlandCLI"]),
     ],
     dependencies: [
@@ -17,10 +18,12 @@ let package = Package(
             providers: [.apt(["libyajl-dev"]), .brew(["yajl"])]
         ),
         .target(name: "FlatlandJSON", dependencies: ["CYAJL"]),
+        .target(name: "FlatlandFixtures", dependencies: ["FlatlandJSON"]),
         .executableTarget(
             name: "FlatlandCLI",
             dependencies: [
                 "FlatlandJSON",
+                "FlatlandFixtures",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
