@@ -5,6 +5,7 @@ let package = Package(
     name: "Flatland",
     products: [
         .library(name: "FlatlandJSON", targets: ["FlatlandJSON"]),
+        .library(name: "Flatland", targets: ["Flatland"]),
         .library(name: "FlatlandFixtures", targets: ["FlatlandFixtures"]),
         .executable(name: "flatland", targets: ["FlatlandCLI"]),
     ],
@@ -19,14 +20,17 @@ let package = Package(
         ),
         .target(name: "FlatlandJSON", dependencies: ["CYAJL"]),
         .target(name: "FlatlandFixtures", dependencies: ["FlatlandJSON"]),
+        .target(name: "Flatland", dependencies: ["FlatlandJSON"]),
         .executableTarget(
             name: "FlatlandCLI",
             dependencies: [
+                "Flatland",
                 "FlatlandJSON",
                 "FlatlandFixtures",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON"]),
+        .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures"]),
     ]
 )

@@ -1,0 +1,97 @@
+/// Request paths as collection keys: the **non-fielded endpoint** of a request.
+public enum Endpoint {
+    /// The query parameters removed by default: paging and field selection.
+    public static let defaultIgnoredParameters: Set<String> = [
+        "offset", "count", "limit", "page", "per_page", "cursor", "field", "fields", "$skip", "$top", "$select",
+    ]
+
+    /// The non-fielded form of `pathAndQuery`: paging and field-selection parameters removed,
+    /// the rest sorted by name then value, percent-encoding made consistent, and no `?` when
+    /// nothing is left.
+    ///
+    /// `/users/friends/?offset=10&count=2&field=firstname,age&gender=male` →
+    /// `/users/friends/?gender=male`
+    public static func nonFielded(
+        _ pathAndQuery: String, ignoring ignored: Set<String> = defaultIgnoredParameters
+    ) -> String {
+        var text = Substring(pathAndQuery)
+        if let hash = text.firstIndex(of: "#") { text = text[..<hash] }
+        guard let mark = text.firstIndex(of: "?") else { return String(text) }
+        let path = text[..<mark]
+        let query = text[text.index(after: mark)...]
+        var parameters: [(name: String, value: String?)] = []
+        for piece in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let name: String
+            var value: String?
+            if let eq = piece.firstIndex(of: "=") {
+                name = canonical(piece[..<eq])
+                value = canonical(piece[piece.index(after: eq)...])
+            } else {
+                name = canonical(piece)
+            }
+            if name.isEmpty || ignored.contains(name) { continue }
+            parameters.append((name, value))
+        }
+        parameters.sort { a, b in
+            if a.name != b.name { return Array(a.name.utf8).lexicographicallyPrecedes(b.name.utf8) }
+            return Array((a.value ?? "").utf8).lexicographicallyPrecedes((b.value ?? "").utf8)
+        }
+        if parameters.isEmpty { return String(path) }
+        let joined = parameters.map { p in p.value.map { "\(p.name)=\($0)" } ?? p.name }.joined(separator: "&")
+        return "\(path)?\(joined)"
+    }
+
+    /// Decodes every `%XX` and encodes again every byte outside the unreserved characters of
+    /// RFC 3986 and `,:@/`, with upper-case hex digits. `+` stays as it is.
+    static func canonical(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var decoded = Array(text.utf8)
+        var i = 0
+        var plain: [UInt8] = []
+        while i < decoded.count {
+            if decoded[i] == UInt8(ascii: "%"), i + 2 < decoded.count, let h = hex(decoded[i + 1]),
+                let l = hex(decoded[i + 2])
+            {
+                plain.append(h << 4 | l)
+                i += 3
+            } else {
+                plain.append(decoded[i])
+                i += 1
+            }
+        }
+        decoded = plain
+        let digits = Array("0123456789ABCDEF".utf8)
+        for b in decoded {
+            if isKept(b) {
+                bytes.append(b)
+            } else {
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(digits[Int(b >> 4)])
+                bytes.append(digits[Int(b & 15)])
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func isKept(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ","),
+            UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"), UInt8(ascii: "$"), UInt8(ascii: "+"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    private static func hex(_ b: UInt8) -> UInt8? {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): b - 48
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): b - 87
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): b - 55
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import FlatlandJSON
+
+/// Maps id prefixes to entity types. Filled explicitly: there is no runtime scanning.
+///
+/// ```swift
+/// var registry = EntityRegistry()
+/// try registry.register(User.self)
+/// try registry.register(Device.self)
+/// ```
+public struct EntityRegistry: Sendable {
+    var types: [String: EntityType] = [:]
+
+    /// An empty registry: every entity is untyped until its type is registered.
+    public init() {}
+
+    /// A registry with these types.
+    public init(_ types: [any Entity.Type]) throws(RegistryError) {
+        for type in types { try register(type) }
+    }
+
+    /// Registers `type` under its prefix.
+    /// - Throws: ``RegistryError`` when the prefix is taken or malformed, or the type declares
+    ///   too many fields or the same key twice.
+    public mutating func register<E: Entity>(_ type: E.Type) throws(RegistryError) { try add(type) }
+
+    private mutating func add<E: Entity>(_ type: E.Type) throws(RegistryError) {
+        let prefix = E.prefix
+        guard EntityIDFormat.prefix(of: prefix + "-x") == prefix else {
+            throw RegistryError("prefix \"\(prefix)\" of \(E.self) must match [a-z][a-z0-9]*")
+        }
+        if let existing = types[prefix] {
+            throw RegistryError("prefix \"\(prefix)\" of \(E.self) is already registered for \(existing.typeName)")
+        }
+        let fields = E.fields
+        guard fields.count <= FieldSet.capacity else {
+            throw RegistryError("\(E.self) declares \(fields.count) fields; at most \(FieldSet.capacity) are allowed")
+        }
+        var seen = Set<String>()
+        for field in fields where !seen.insert(field.key).inserted {
+            throw RegistryError("\(E.self) declares the key \"\(field.key)\" twice")
+        }
+        types[prefix] = TypedEntityType<E>()
+    }
+
+    /// Registers an existential entity type.
+    public mutating func register(_ type: any Entity.Type) throws(RegistryError) {
+        func open<E: Entity>(_ t: E.Type, _ registry: inout EntityRegistry) throws(RegistryError) {
+            try registry.add(t)
+        }
+        try open(type, &self)
+    }
+
+    /// Whether a type is registered for `prefix`.
+    public func contains(prefix: String) -> Bool { types[prefix] != nil }
+
+    /// The registered prefixes, sorted.
+    public var prefixes: [String] { types.keys.sorted() }
+
+    func type(forPrefix prefix: String) -> EntityType? { types[prefix] }
+}
+
+/// A registration that cannot be made: a duplicate or malformed prefix, or a bad declaration.
+public struct RegistryError: Error, Hashable, CustomStringConvertible {
+    /// What is wrong.
+    public var message: String
+    init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Type-erased operations on one registered entity type. Immutable once made.
+class EntityType: @unchecked Sendable {
+    let prefix: String
+    let typeName: String
+    let fieldKeys: [String]
+    let fieldKeyBytes: [[UInt8]]
+    let dataVersionKey: String?
+    let classVersion: Int
+
+    init(prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int) {
+        self.prefix = prefix
+        self.typeName = typeName
+        self.fieldKeys = fieldKeys
+        self.fieldKeyBytes = fieldKeys.map { Array($0.utf8) }
+        self.dataVersionKey = dataVersionKey
+        self.classVersion = classVersion
+    }
+
+    /// The index of the field named `key`; `hint` is tried first (fields tend to come in order).
+    final func fieldIndex(_ key: JSONBytes, hint: Int) -> Int? {
+        let n = fieldKeyBytes.count
+        if hint < n, matches(key, hint) { return hint }
+        for i in 0..<n where i != hint && matches(key, i) { return i }
+        return nil
+    }
+
+    @inline(__always)
+    private final func matches(_ key: JSONBytes, _ i: Int) -> Bool {
+        fieldKeyBytes[i].withUnsafeBytes { key.equals($0) }
+    }
+
+    func makeDraft(id: String) -> Draft { fatalError("abstract") }
+    /// A record from stored JSON fields (persistence), migrated from `classVersion` if older.
+    func decodeRecord(id: String, fields: JSONObject, classVersion: Int) throws -> (any Entity, FieldSet) {
+        fatalError("abstract")
+    }
+    func encode(_ value: any Entity, fields: FieldSet, to writer: inout JSONWriter) { fatalError("abstract") }
+    func merge(_ draft: Draft, into record: inout EntityRecord) -> [String] { fatalError("abstract") }
+    func newRecord(from draft: Draft) -> EntityRecord { fatalError("abstract") }
+    func indexValues(_ value: any Entity) -> [(name: String, value: IndexValue)] { fatalError("abstract") }
+    func indexName(for keyPath: AnyKeyPath) -> String? { fatalError("abstract") }
+}
+
+final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
+    let fields: [Field<E>]
+    let indexes: [EntityIndex<E>]
+
+    init() {
+        fields = E.fields
+        indexes = E.indexes
+        super.init(
+            prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
+            classVersion: E.classVersion)
+    }
+
+    override func makeDraft(id: String) -> Draft { TypedDraft<E>(id: id, type: self) }
+
+    override func decodeRecord(id: String, fields object: JSONObject, classVersion: Int) throws -> (
+        any Entity, FieldSet
+    ) {
+        var object = object
+        if classVersion < E.classVersion { try E.migrate(&object, from: classVersion) }
+        let draft = TypedDraft<E>(id: id, type: self)
+        var tape = EventTape()
+        for member in object.members {
+            guard let index = fieldKeys.firstIndex(of: member.key) else { continue }
+            tape.removeAll()
+            record(member.value, into: &tape)
+            try tape.withReader(from: EventTape.Mark(tokens: 0, bytes: 0)) { (reader) throws(FieldError) in
+                try draft.decode(field: index, from: &reader)
+            }
+        }
+        return (draft.value, draft.present)
+    }
+
+    override func encode(_ value: any Entity, fields mask: FieldSet, to writer: inout JSONWriter) {
+        guard let value = value as? E else { return }
+        for (i, field) in fields.enumerated() where mask.contains(i) {
+            writer.key(field.key)
+            field.encode(value, &writer)
+        }
+    }
+
+    override func newRecord(from draft: Draft) -> EntityRecord {
+        let d = draft as! TypedDraft<E>
+        return EntityRecord(
+            id: d.id, prefix: prefix, payload: .typed(d.value), present: d.present, dataVersion: d.dataVersion,
+            classVersion: E.classVersion)
+    }
+
+    override func merge(_ draft: Draft, into record: inout EntityRecord) -> [String] {
+        let d = draft as! TypedDraft<E>
+        guard case .typed(let any) = record.payload, var current = any as? E else {
+            record = newRecord(from: draft)
+            return d.present.indexes.map { fieldKeys[$0] }
+        }
+        var changed: [String] = []
+        for i in d.present.indexes {
+            let field = fields[i]
+            if !record.present.contains(i) || !field.equal(d.value, current) {
+                field.copy(d.value, &current)
+                changed.append(field.key)
+            }
+        }
+        record.present.formUnion(d.present)
+        if let v = d.dataVersion { record.dataVersion = v }
+        if !changed.isEmpty { record.payload = .typed(current) }
+        return changed
+    }
+
+    override func indexValues(_ value: any Entity) -> [(name: String, value: IndexValue)] {
+        guard let value = value as? E else { return [] }
+        return indexes.map { (name: $0.name, value: $0.value(value)) }
+    }
+
+    override func indexName(for keyPath: AnyKeyPath) -> String? {
+        indexes.first { $0.keyPath == keyPath }?.name
+    }
+}
+
+/// Records a ``JSONValue`` as tape tokens, so stored JSON decodes through the same field code.
+func record(_ value: JSONValue, into tape: inout EventTape) {
+    switch value {
+    case .null: tape.append(.null)
+    case .bool(let b): tape.append(b ? .true : .false)
+    case .number(let n): tape.append(.number, n.text)
+    case .string(let s): tape.append(.string, s)
+    case .array(let items):
+        tape.append(.beginArray)
+        for item in items { record(item, into: &tape) }
+        tape.append(.endArray)
+    case .object(let object):
+        if object.count == 1, let ref = object["$ref"]?.stringValue {
+            tape.append(.reference, ref)
+            return
+        }
+        tape.append(.beginObject)
+        for member in object.members {
+            tape.append(.key, member.key)
+            record(member.value, into: &tape)
+        }
+        tape.append(.endObject)
+    }
+}

@@ -1,0 +1,201 @@
+import FlatlandJSON
+
+/// One token of a value: what ``FieldValue`` decoders read.
+public struct FieldToken {
+    /// What kind of token this is.
+    public enum Kind: UInt8, Sendable {
+        case beginObject, endObject, beginArray, endArray, key, string, number, `true`, `false`, null
+        /// A nested entity that the ingestor stored on its own; ``FieldToken/bytes`` is its id.
+        case reference
+    }
+
+    /// What kind of token this is.
+    public let kind: Kind
+    /// The text of a key, string, number or reference (empty for the others), valid only while
+    /// the decoder runs.
+    public let bytes: JSONBytes
+
+    /// The token's JSON type, for messages: "string", "number", "object", ….
+    public var typeName: String {
+        switch kind {
+        case .beginObject, .endObject, .reference: "object"
+        case .beginArray, .endArray: "array"
+        case .key: "key"
+        case .string: "string"
+        case .number: "number"
+        case .true, .false: "boolean"
+        case .null: "null"
+        }
+    }
+}
+
+/// Why a field's value could not be decoded, with the path inside the field (`[2].name`).
+public struct FieldError: Error, Hashable, CustomStringConvertible {
+    /// What went wrong: `expected integer, found string`.
+    public var message: String
+    /// The path below the field, `[2].name`, or empty for the field itself.
+    public var relativePath: String
+
+    /// An error with a message and no path.
+    public init(_ message: String, relativePath: String = "") {
+        self.message = message
+        self.relativePath = relativePath
+    }
+
+    /// `expected <what>, found <token's type>`.
+    public static func mismatch(expected: String, found token: FieldToken) -> FieldError {
+        FieldError("expected \(expected), found \(token.typeName)")
+    }
+
+    public var description: String { relativePath.isEmpty ? message : "\(relativePath): \(message)" }
+}
+
+/// A pull reader over the tokens of one value, for ``FieldValue`` decoders.
+///
+/// The ingestor hands each declared field its value as a reader: a single token for a scalar,
+/// the recorded tokens of an array or object, with nested entities already stored and replaced
+/// by ``FieldToken/Kind-swift.enum/reference`` tokens.
+public struct FieldReader {
+    let tokens: UnsafeBufferPointer<TapeToken>
+    let storage: UnsafeRawBufferPointer
+    var index: Int
+
+    init(tokens: UnsafeBufferPointer<TapeToken>, storage: UnsafeRawBufferPointer) {
+        self.tokens = tokens
+        self.storage = storage
+        self.index = 0
+    }
+
+    /// Whether every token has been read.
+    public var isAtEnd: Bool { index >= tokens.count }
+
+    private func token(at i: Int) -> FieldToken {
+        let t = tokens[i]
+        let bytes = JSONBytes(
+            unsafeBuffer: UnsafeRawBufferPointer(
+                rebasing: storage[Int(t.start)..<Int(t.start) + Int(t.length)]))
+        return FieldToken(kind: t.kind, bytes: bytes)
+    }
+
+    /// The next token, without reading it.
+    public func peek() throws(FieldError) -> FieldToken {
+        guard index < tokens.count else { throw FieldError("unexpected end of value") }
+        return token(at: index)
+    }
+
+    /// Reads the next token.
+    public mutating func next() throws(FieldError) -> FieldToken {
+        let t = try peek()
+        index += 1
+        return t
+    }
+
+    /// Reads `null` if it comes next; returns whether it did.
+    public mutating func readNull() throws(FieldError) -> Bool {
+        if try peek().kind == .null {
+            index += 1
+            return true
+        }
+        return false
+    }
+
+    /// Reads a string.
+    public mutating func readString() throws(FieldError) -> String {
+        let t = try next()
+        guard t.kind == .string else { throw .mismatch(expected: "string", found: t) }
+        return t.bytes.string
+    }
+
+    /// Reads a number's exact text.
+    public mutating func readNumber(expected: String = "number") throws(FieldError) -> JSONNumberText {
+        let t = try next()
+        guard t.kind == .number else { throw .mismatch(expected: expected, found: t) }
+        return JSONNumberText(unsafeBuffer: t.bytes.buffer)
+    }
+
+    /// Reads `true` or `false`.
+    public mutating func readBool() throws(FieldError) -> Bool {
+        let t = try next()
+        switch t.kind {
+        case .true: return true
+        case .false: return false
+        default: throw .mismatch(expected: "boolean", found: t)
+        }
+    }
+
+    /// Reads an array, calling `element` once per element (the reader stands on its first token).
+    public mutating func readArray(_ element: (inout FieldReader) throws(FieldError) -> Void) throws(FieldError) {
+        let t = try next()
+        guard t.kind == .beginArray else { throw .mismatch(expected: "array", found: t) }
+        var i = 0
+        while try peek().kind != .endArray {
+            do throws(FieldError) {
+                try element(&self)
+            } catch {
+                throw FieldError(error.message, relativePath: "[\(i)]" + error.relativePath)
+            }
+            i += 1
+        }
+        index += 1
+    }
+
+    /// Reads an object, calling `member` with each key (the reader stands on the member's value,
+    /// which `member` must read or ``skipValue()``).
+    public mutating func readObject(_ member: (JSONBytes, inout FieldReader) throws(FieldError) -> Void)
+        throws(FieldError)
+    {
+        let t = try next()
+        guard t.kind == .beginObject else { throw .mismatch(expected: "object", found: t) }
+        while true {
+            let k = try next()
+            if k.kind == .endObject { return }
+            guard k.kind == .key else { throw FieldError("malformed object") }
+            do throws(FieldError) {
+                try member(k.bytes, &self)
+            } catch {
+                throw FieldError(error.message, relativePath: "." + k.bytes.string + error.relativePath)
+            }
+        }
+    }
+
+    /// Skips one whole value.
+    public mutating func skipValue() throws(FieldError) {
+        var depth = 0
+        repeat {
+            let t = try next()
+            switch t.kind {
+            case .beginArray, .beginObject: depth += 1
+            case .endArray, .endObject: depth -= 1
+            default: break
+            }
+        } while depth > 0
+    }
+
+    /// Reads one whole value as a ``JSONValue`` (a reference becomes `{"$ref": id}`).
+    public mutating func readJSONValue() throws(FieldError) -> JSONValue {
+        let t = try next()
+        switch t.kind {
+        case .null: return .null
+        case .true: return .bool(true)
+        case .false: return .bool(false)
+        case .string: return .string(t.bytes.string)
+        case .number: return .number(JSONNumberText(unsafeBuffer: t.bytes.buffer).number)
+        case .reference: return .object(["$ref": .string(t.bytes.string)])
+        case .beginArray:
+            var items: [JSONValue] = []
+            while try peek().kind != .endArray { items.append(try readJSONValue()) }
+            index += 1
+            return .array(items)
+        case .beginObject:
+            var object = JSONObject()
+            while true {
+                let k = try next()
+                if k.kind == .endObject { break }
+                object.members.append((key: k.bytes.string, value: try readJSONValue()))
+            }
+            return .object(object)
+        case .key, .endArray, .endObject:
+            throw FieldError("malformed value")
+        }
+    }
+}

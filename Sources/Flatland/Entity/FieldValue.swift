@@ -1,0 +1,267 @@
+import FlatlandJSON
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// A type that a declared field can hold: it decodes from a ``FieldReader`` and encodes with
+/// the one ``JSONWriter``, and decoding what it encoded gives the same value.
+///
+/// Flatland provides conformances for `String`, `Bool`, the integer types, `Double`, `Float`,
+/// `Decimal`, `Date` (ISO 8601 with fractional seconds), `URL`, ``EntityID``, ``JSONValue``,
+/// `Optional`, `Array`, and raw-value enums (declare `enum Kind: String, FieldValue {}`).
+/// Nested value structs conform through ``FieldRecord``.
+public protocol FieldValue: Sendable, Equatable {
+    /// Reads one value.
+    static func decode(from reader: inout FieldReader) throws(FieldError) -> Self
+    /// Writes the value.
+    func encode(to writer: inout JSONWriter)
+}
+
+extension String: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> String {
+        try reader.readString()
+    }
+    public func encode(to writer: inout JSONWriter) { writer.string(self) }
+}
+
+extension Bool: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Bool { try reader.readBool() }
+    public func encode(to writer: inout JSONWriter) { writer.bool(self) }
+}
+
+/// Shared decoding for the integer types: exact, or a clear error.
+@inline(__always)
+func decodeInteger<T: FixedWidthInteger>(_ reader: inout FieldReader, _ type: T.Type) throws(FieldError) -> T {
+    let n = try reader.readNumber(expected: "integer")
+    do throws(JSONError) {
+        return try n.integer(as: T.self)
+    } catch {
+        throw FieldError(error.message)
+    }
+}
+
+extension Int: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Int {
+        try decodeInteger(&reader, Int.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension Int64: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Int64 {
+        try decodeInteger(&reader, Int64.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension Int32: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Int32 {
+        try decodeInteger(&reader, Int32.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension Int16: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Int16 {
+        try decodeInteger(&reader, Int16.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension Int8: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Int8 {
+        try decodeInteger(&reader, Int8.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension UInt: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> UInt {
+        try decodeInteger(&reader, UInt.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension UInt64: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> UInt64 {
+        try decodeInteger(&reader, UInt64.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension UInt32: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> UInt32 {
+        try decodeInteger(&reader, UInt32.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension UInt16: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> UInt16 {
+        try decodeInteger(&reader, UInt16.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension UInt8: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> UInt8 {
+        try decodeInteger(&reader, UInt8.self)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension Double: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Double {
+        let n = try reader.readNumber()
+        do throws(JSONError) { return try n.double() } catch { throw FieldError(error.message) }
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension Float: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Float {
+        Float(try Double.decode(from: &reader))
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(Double(self)) }
+}
+
+extension Decimal: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Decimal {
+        let n = try reader.readNumber()
+        do throws(JSONError) { return try n.decimal() } catch { throw FieldError(error.message) }
+    }
+    public func encode(to writer: inout JSONWriter) {
+        if let n = JSONNumber("\(self)") { writer.number(n) } else { writer.null() }
+    }
+}
+
+extension URL: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> URL {
+        let s = try reader.readString()
+        guard let url = URL(string: s) else { throw FieldError("expected URL, found string that is not a URL") }
+        return url
+    }
+    public func encode(to writer: inout JSONWriter) { writer.string(absoluteString) }
+}
+
+extension Date: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Date {
+        let t = try reader.next()
+        guard t.kind == .string else { throw .mismatch(expected: "ISO 8601 date string", found: t) }
+        guard let date = ISO8601.parse(t.bytes.buffer) else {
+            throw FieldError("expected ISO 8601 date, found \"\(t.bytes.string)\"")
+        }
+        return date
+    }
+    public func encode(to writer: inout JSONWriter) { writer.string(ISO8601.format(self)) }
+}
+
+extension JSONValue: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> JSONValue {
+        try reader.readJSONValue()
+    }
+    public func encode(to writer: inout JSONWriter) { writer.value(self) }
+}
+
+extension JSONNumber: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> JSONNumber {
+        try reader.readNumber().number
+    }
+    public func encode(to writer: inout JSONWriter) { writer.number(self) }
+}
+
+extension Optional: FieldValue where Wrapped: FieldValue {
+    /// `null` decodes as nil: that is how a response clears an optional field.
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Wrapped? {
+        if try reader.readNull() { return nil }
+        return try Wrapped.decode(from: &reader)
+    }
+    public func encode(to writer: inout JSONWriter) {
+        if let self { self.encode(to: &writer) } else { writer.null() }
+    }
+}
+
+extension Array: FieldValue where Element: FieldValue {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> [Element] {
+        var items: [Element] = []
+        try reader.readArray { (r) throws(FieldError) in items.append(try Element.decode(from: &r)) }
+        return items
+    }
+    public func encode(to writer: inout JSONWriter) {
+        writer.beginArray()
+        for item in self { item.encode(to: &writer) }
+        writer.endArray()
+    }
+}
+
+extension FieldValue where Self: RawRepresentable, RawValue: FieldValue {
+    /// A raw-value enum decodes its raw value and fails on an unknown case.
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Self {
+        let raw = try RawValue.decode(from: &reader)
+        guard let value = Self(rawValue: raw) else { throw FieldError("unknown \(Self.self) value \(raw)") }
+        return value
+    }
+    public func encode(to writer: inout JSONWriter) { rawValue.encode(to: &writer) }
+}
+
+extension EntityID: FieldValue {
+    /// An id decodes from a string id or from a nested entity that the ingestor stored.
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> EntityID<E> {
+        let t = try reader.next()
+        guard t.kind == .string || t.kind == .reference else {
+            throw .mismatch(expected: "\(E.prefix)- id or \(E.self) object", found: t)
+        }
+        let prefixLength = EntityIDFormat.prefixLength(t.bytes.buffer)
+        guard let prefixLength, t.bytes.buffer.count > prefixLength,
+            JSONBytes(unsafeBuffer: UnsafeRawBufferPointer(rebasing: t.bytes.buffer[0..<prefixLength])).equals(E.prefix)
+        else {
+            throw FieldError("expected \(E.prefix)- id, found \"\(t.bytes.string)\"")
+        }
+        return EntityID(t.bytes.string)
+    }
+    public func encode(to writer: inout JSONWriter) { writer.string(rawValue) }
+}
+
+/// A nested value struct with declared fields, decoded from and encoded to a JSON object.
+///
+/// ```swift
+/// struct Address: FieldRecord {
+///     var city = ""
+///     var zip: String? = nil
+///     init() {}
+///     static let fields: [Field<Address>] = [Field("city", \.city), Field("zip", \.zip)]
+/// }
+/// ```
+public protocol FieldRecord: FieldValue {
+    /// An empty value that decoding fills in.
+    init()
+    /// The JSON fields of this type.
+    static var fields: [Field<Self>] { get }
+}
+
+extension FieldRecord {
+    public static func decode(from reader: inout FieldReader) throws(FieldError) -> Self {
+        var value = Self()
+        let fields = Self.fields
+        try reader.readObject { (key, r) throws(FieldError) in
+            if let field = fields.first(where: { key.equals($0.key) }) {
+                try field.decode(&r, &value)
+            } else {
+                try r.skipValue()
+            }
+        }
+        return value
+    }
+
+    public func encode(to writer: inout JSONWriter) {
+        writer.beginObject()
+        for field in Self.fields {
+            writer.key(field.key)
+            field.encode(self, &writer)
+        }
+        writer.endObject()
+    }
+}

@@ -1,0 +1,123 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// ISO 8601 / RFC 3339 date-times, `2024-03-01T12:34:56.789Z` or with an offset, parsed and
+/// formatted without a formatter object (and without allocating) on the ingest path.
+enum ISO8601 {
+    /// Days from 1970-01-01 to the civil date (proleptic Gregorian).
+    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+
+    static func civil(fromDays z0: Int) -> (year: Int, month: Int, day: Int) {
+        let z = z0 + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+
+    static func parse(_ s: UnsafeRawBufferPointer) -> Date? {
+        let n = s.count
+        var i = 0
+        func digits(_ count: Int) -> Int? {
+            guard i + count <= n else { return nil }
+            var v = 0
+            for _ in 0..<count {
+                let d = s[i] &- 48
+                guard d < 10 else { return nil }
+                v = v * 10 + Int(d)
+                i += 1
+            }
+            return v
+        }
+        func expect(_ c: UInt8) -> Bool {
+            guard i < n, s[i] == c else { return false }
+            i += 1
+            return true
+        }
+        guard let year = digits(4), expect(UInt8(ascii: "-")), let month = digits(2), expect(UInt8(ascii: "-")),
+            let day = digits(2), month >= 1, month <= 12, day >= 1, day <= 31
+        else { return nil }
+        guard i < n, s[i] | 0x20 == UInt8(ascii: "t") || s[i] == UInt8(ascii: " ") else { return nil }
+        i += 1
+        guard let hour = digits(2), expect(UInt8(ascii: ":")), let minute = digits(2), expect(UInt8(ascii: ":")),
+            let second = digits(2), hour < 24, minute < 60, second <= 60
+        else { return nil }
+        var fraction = 0.0
+        if i < n, s[i] == UInt8(ascii: ".") {
+            i += 1
+            var value: UInt64 = 0
+            var scale = 1.0
+            var count = 0
+            while i < n, s[i] &- 48 < 10 {
+                if count < 18 {
+                    value = value * 10 + UInt64(s[i] &- 48)
+                    scale *= 10
+                }
+                count += 1
+                i += 1
+            }
+            guard count > 0 else { return nil }
+            fraction = Double(value) / scale
+        }
+        var offset = 0
+        guard i < n else { return nil }
+        if s[i] | 0x20 == UInt8(ascii: "z") {
+            i += 1
+        } else if s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
+            let sign = s[i] == UInt8(ascii: "-") ? -1 : 1
+            i += 1
+            guard let oh = digits(2) else { return nil }
+            _ = expect(UInt8(ascii: ":"))
+            guard let om = digits(2) else { return nil }
+            offset = sign * (oh * 3600 + om * 60)
+        } else {
+            return nil
+        }
+        guard i == n else { return nil }
+        let days = daysFromCivil(year, month, day)
+        let seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS.sss[sss]Z` in UTC: milliseconds, or microseconds when needed to
+    /// read back the same `Date`.
+    static func format(_ date: Date) -> String {
+        let t = date.timeIntervalSince1970
+        var seconds = Int(t.rounded(.down))
+        var micros = Int(((t - Double(seconds)) * 1_000_000).rounded())
+        if micros >= 1_000_000 {
+            seconds += 1
+            micros -= 1_000_000
+        }
+        let days = Int((Double(seconds) / 86400).rounded(.down))
+        let secondOfDay = seconds - days * 86400
+        let (y, m, d) = civil(fromDays: days)
+        func pad(_ v: Int, _ w: Int) -> String {
+            let s = String(v)
+            return s.count >= w ? s : String(repeating: "0", count: w - s.count) + s
+        }
+        var text =
+            "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
+        if micros % 1000 == 0 {
+            text += "." + pad(micros / 1000, 3)
+        } else {
+            text += "." + pad(micros, 6)
+        }
+        return text + "Z"
+    }
+}

@@ -1,0 +1,101 @@
+import FlatlandJSON
+
+/// One recorded event: its kind and where its bytes sit in the tape's storage.
+struct TapeToken {
+    var kind: FieldToken.Kind
+    var start: Int32
+    var length: Int32
+}
+
+/// A reusable recording of parser events, so a value can be read again once it is complete
+/// (a field's array) or once its object's identity is known. Appending does not allocate once
+/// the buffers have grown to the largest value seen.
+struct EventTape {
+    private(set) var tokens: [TapeToken] = []
+    private(set) var storage: [UInt8] = []
+
+    struct Mark {
+        var tokens: Int
+        var bytes: Int
+    }
+
+    var mark: Mark { Mark(tokens: tokens.count, bytes: storage.count) }
+    var isEmpty: Bool { tokens.isEmpty }
+
+    init() {
+        tokens.reserveCapacity(256)
+        storage.reserveCapacity(4096)
+    }
+
+    mutating func append(_ kind: FieldToken.Kind) {
+        tokens.append(TapeToken(kind: kind, start: Int32(truncatingIfNeeded: storage.count), length: 0))
+    }
+
+    mutating func append(_ kind: FieldToken.Kind, _ bytes: UnsafeRawBufferPointer) {
+        tokens.append(
+            TapeToken(
+                kind: kind, start: Int32(truncatingIfNeeded: storage.count),
+                length: Int32(truncatingIfNeeded: bytes.count)))
+        storage.append(contentsOf: bytes)
+    }
+
+    mutating func append(_ kind: FieldToken.Kind, _ string: String) {
+        var s = string
+        s.withUTF8 { append(kind, UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func truncate(to mark: Mark) {
+        tokens.removeSubrange(mark.tokens...)
+        storage.removeSubrange(mark.bytes...)
+    }
+
+    mutating func removeAll() {
+        tokens.removeAll(keepingCapacity: true)
+        storage.removeAll(keepingCapacity: true)
+    }
+
+    /// The bytes recorded since `mark`.
+    func byteCount(since mark: Mark) -> Int { storage.count - mark.bytes }
+
+    /// Reads the tokens from `mark` to the end.
+    func withReader<R, E: Error>(from mark: Mark, _ body: (inout FieldReader) throws(E) -> R) throws(E) -> R {
+        let result: Result<R, E> = tokens.withUnsafeBufferPointer { t in
+            storage.withUnsafeBytes { s in
+                var reader = FieldReader(tokens: UnsafeBufferPointer(rebasing: t[mark.tokens...]), storage: s)
+                do throws(E) { return .success(try body(&reader)) } catch { return .failure(error) }
+            }
+        }
+        return try result.get()
+    }
+
+    /// A copy of the tokens since `mark`, rebased to start at zero, with their bytes.
+    func copy(from mark: Mark) -> EventTape {
+        var copy = EventTape()
+        copy.storage = Array(storage[mark.bytes...])
+        copy.tokens = tokens[mark.tokens...].map {
+            TapeToken(kind: $0.kind, start: $0.start - Int32(mark.bytes), length: $0.length)
+        }
+        return copy
+    }
+
+    /// Calls `body` with each token and its bytes, in order.
+    func forEach(_ body: (FieldToken.Kind, UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try storage.withUnsafeBytes { s in
+            for t in tokens {
+                try body(t.kind, UnsafeRawBufferPointer(rebasing: s[Int(t.start)..<Int(t.start) + Int(t.length)]))
+            }
+        }
+    }
+}
+
+/// A reader over a single scalar event, without recording it.
+func withScalarReader<R, E: Error>(
+    _ kind: FieldToken.Kind, _ bytes: UnsafeRawBufferPointer,
+    _ body: (inout FieldReader) throws(E) -> R
+) throws(E) -> R {
+    var token = TapeToken(kind: kind, start: 0, length: Int32(truncatingIfNeeded: bytes.count))
+    return try withUnsafePointer(to: &token) { (p) throws(E) -> R in
+        var reader = FieldReader(tokens: UnsafeBufferPointer(start: p, count: 1), storage: bytes)
+        return try body(&reader)
+    }
+}

@@ -1,0 +1,147 @@
+/// What the ingestor knows about an object when it asks whether the object is an entity.
+public struct IdentityCandidate: Sendable {
+    /// The scalar members named in ``IdentityResolver/identityKeys`` seen so far, as text
+    /// (strings as their value, numbers as their exact text).
+    public var values: [String: String]
+    /// The key the object sits under (`"actor"` in `{"actor": {…}}`), if any; for an element of
+    /// an array, the key of the array.
+    public var parentKey: String?
+    /// Whether the object is nested inside another entity.
+    public var isNested: Bool
+    /// The request's endpoint, if the ingest has one.
+    public var endpoint: String?
+}
+
+/// The identity of an entity: its full id and the prefix that names its type.
+public struct ResolvedIdentity: Hashable, Sendable {
+    /// The full id, `<prefix>-<rest>`: the store's key.
+    public var id: String
+    /// The type prefix.
+    public var prefix: String
+
+    /// An identity; `id` should start with `prefix` and `-`.
+    public init(id: String, prefix: String) {
+        self.id = id
+        self.prefix = prefix
+    }
+}
+
+/// Decides which JSON objects are entities, and which.
+///
+/// The ingestor watches the members named in ``identityKeys`` and calls ``resolve(_:)`` once
+/// all of them have been seen, or when the object ends with at least one of them. Members that
+/// come before the identity is known are buffered and replayed, so key order does not matter.
+public protocol IdentityResolver: Sendable {
+    /// The member keys whose values identify an object.
+    var identityKeys: [String] { get }
+    /// The object's identity, or nil when it is not an entity.
+    func resolve(_ candidate: IdentityCandidate) -> ResolvedIdentity?
+    /// A member that holds the id itself and is therefore not a field of the entity (`"uuid"`
+    /// for prefixed ids); nil when every member is a field.
+    var idKey: String? { get }
+}
+
+extension IdentityResolver {
+    public var idKey: String? { nil }
+}
+
+/// The default rule: an object is an entity when its `key` member (default `"uuid"`) holds a
+/// string `<prefix>-<rest>` with a prefix of `[a-z][a-z0-9]*` and a non-empty rest.
+public struct PrefixedIDResolver: IdentityResolver {
+    /// The id key.
+    public let key: String
+    public var identityKeys: [String] { [key] }
+    public var idKey: String? { key }
+
+    /// A resolver reading ids from `key`.
+    public init(key: String = "uuid") { self.key = key }
+
+    public func resolve(_ candidate: IdentityCandidate) -> ResolvedIdentity? {
+        guard let id = candidate.values[key], let prefix = EntityIDFormat.prefix(of: id) else { return nil }
+        return ResolvedIdentity(id: id, prefix: prefix)
+    }
+}
+
+/// Identity rules for APIs whose ids are not prefixed: the type comes from a type field, from
+/// the key an object sits under, or from the endpoint, and the id is made `<prefix>-<id>`.
+///
+/// GitHub's events API, for instance:
+/// ```swift
+/// RuleResolver([
+///     .init(prefix: "ev", idKey: "id", typeKey: "type", typeSuffix: "Event"),
+///     .init(prefix: "gu", idKey: "id", parentKeys: ["actor"]),
+///     .init(prefix: "gr", idKey: "id", parentKeys: ["repo"]),
+///     .init(prefix: "go", idKey: "id", parentKeys: ["org"]),
+/// ])
+/// ```
+public struct RuleResolver: IdentityResolver {
+    /// One rule; the first rule that matches an object decides.
+    public struct Rule: Sendable {
+        /// The prefix given to matching objects.
+        public var prefix: String
+        /// The member holding the id (a string or a number).
+        public var idKey: String
+        /// Match only objects under one of these keys.
+        public var parentKeys: Set<String>?
+        /// Match only objects whose `typeKey` member …
+        public var typeKey: String?
+        /// … ends with this text (`"Event"`) …
+        public var typeSuffix: String?
+        /// … or equals one of these values.
+        public var typeValues: Set<String>?
+        /// Match only when the endpoint's path starts with this text.
+        public var endpointPrefix: String?
+        /// Match only objects that are (true) or are not (false) nested in another entity.
+        public var nested: Bool?
+
+        /// A rule; every condition left nil matches anything.
+        public init(
+            prefix: String, idKey: String, parentKeys: Set<String>? = nil, typeKey: String? = nil,
+            typeSuffix: String? = nil, typeValues: Set<String>? = nil, endpointPrefix: String? = nil,
+            nested: Bool? = nil
+        ) {
+            self.prefix = prefix
+            self.idKey = idKey
+            self.parentKeys = parentKeys
+            self.typeKey = typeKey
+            self.typeSuffix = typeSuffix
+            self.typeValues = typeValues
+            self.endpointPrefix = endpointPrefix
+            self.nested = nested
+        }
+
+        func matches(_ c: IdentityCandidate) -> Bool {
+            guard c.values[idKey] != nil else { return false }
+            if let parentKeys, !parentKeys.contains(c.parentKey ?? "") { return false }
+            if let typeKey {
+                guard let type = c.values[typeKey] else { return false }
+                if let typeSuffix, !type.hasSuffix(typeSuffix) { return false }
+                if let typeValues, !typeValues.contains(type) { return false }
+            }
+            if let endpointPrefix, !(c.endpoint ?? "").hasPrefix(endpointPrefix) { return false }
+            if let nested, nested != c.isNested { return false }
+            return true
+        }
+    }
+
+    /// The rules, tried in order.
+    public let rules: [Rule]
+    public let identityKeys: [String]
+
+    /// A resolver trying `rules` in order.
+    public init(_ rules: [Rule]) {
+        self.rules = rules
+        var keys: [String] = []
+        for rule in rules {
+            for key in [rule.idKey, rule.typeKey].compactMap({ $0 }) where !keys.contains(key) { keys.append(key) }
+        }
+        identityKeys = keys
+    }
+
+    public func resolve(_ candidate: IdentityCandidate) -> ResolvedIdentity? {
+        guard let rule = rules.first(where: { $0.matches(candidate) }), let id = candidate.values[rule.idKey] else {
+            return nil
+        }
+        return ResolvedIdentity(id: "\(rule.prefix)-\(id)", prefix: rule.prefix)
+    }
+}

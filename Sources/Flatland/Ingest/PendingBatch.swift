@@ -1,0 +1,45 @@
+/// The changes one response makes, gathered while it streams and applied at its end, all at
+/// once or not at all.
+struct PendingBatch {
+    /// One draft per id, the drafts of later objects folded in.
+    var drafts: [String: Draft] = [:]
+    /// Ids in the order their first object ended.
+    var order: [String] = []
+    /// The data version each id had in the store when the response first mentioned it.
+    var baseVersions: [String: Double?] = [:]
+    /// Top-level entities, in document order, each once.
+    var taskItems: [String] = []
+    var taskItemSet: Set<String> = []
+    /// The first slice found outside entities.
+    var slice: Slice?
+
+    struct Slice {
+        var offset: Int
+        var total: Int?
+        var items: [(index: Int, id: String?)]
+    }
+
+    mutating func addTaskItem(_ id: String) {
+        if taskItemSet.insert(id).inserted { taskItems.append(id) }
+    }
+
+    /// Adds a completed draft. Returns false when its data version is not newer than the one
+    /// it would replace, and it is skipped.
+    mutating func add(_ draft: Draft, storeVersion: () -> Double?) -> Bool {
+        if let existing = drafts[draft.id] {
+            if let incoming = draft.dataVersion, let current = existing.dataVersion ?? baseVersions[draft.id] ?? nil,
+                incoming <= current
+            {
+                return false
+            }
+            existing.absorb(draft)
+            return true
+        }
+        let base = storeVersion()
+        baseVersions[draft.id] = base
+        if let incoming = draft.dataVersion, let base, incoming <= base { return false }
+        drafts[draft.id] = draft
+        order.append(draft.id)
+        return true
+    }
+}

@@ -1,0 +1,253 @@
+import FlatlandJSON
+
+/// The flat store: one record per id, an index by type, secondary indexes, collections.
+///
+/// A store is an instance, never a singleton: each `(user, environment)` has its own, and two
+/// stores never see each other's data. It is thread-safe; every read sees whole batches only,
+/// and ``snapshot()`` gives a view that later writes do not change.
+///
+/// ```swift
+/// let store = Store(registry: try EntityRegistry([User.self, Device.self]))
+/// let result = try store.ingest(responseBytes, endpoint: "/users?offset=0&count=20")
+/// let me = store.entity(EntityID<User>("u-1"))
+/// ```
+public final class Store: StoreReader, @unchecked Sendable {
+    /// The entity types this store decodes.
+    public let registry: EntityRegistry
+    /// The hooks run around writes.
+    public let hooks: StoreHooks
+    /// Where applied batches are written, if anywhere.
+    public let persistence: (any StorePersistence)?
+
+    private let lock = Lock()
+    private var contents = StoreContents()
+    private var observers: [Int: Observer] = [:]
+    private var nextObserver = 0
+
+    private struct Observer {
+        var prefix: String?
+        var id: String?
+        var continuation: AsyncStream<ChangeSet>.Continuation
+    }
+
+    /// A store for the types in `registry`.
+    public init(
+        registry: EntityRegistry = EntityRegistry(), hooks: StoreHooks = StoreHooks(),
+        persistence: (any StorePersistence)? = nil
+    ) {
+        self.registry = registry
+        self.hooks = hooks
+        self.persistence = persistence
+    }
+
+    public func withContents<R>(_ body: (StoreContents) throws -> R) rethrows -> R {
+        try lock.withLock { try body(contents) }
+    }
+
+    /// A consistent copy of the store as it is now.
+    public func snapshot() -> StoreSnapshot { lock.withLock { StoreSnapshot(contents: contents) } }
+
+    // MARK: Writing
+
+    /// Inserts or replaces an entity; every declared field counts as present.
+    @discardableResult
+    public func upsert<E: Entity>(_ entity: E) throws -> ChangeSet {
+        guard let type = registry.type(forPrefix: E.prefix) as? TypedEntityType<E> else {
+            throw RegistryError("\(E.self) is not registered with this store")
+        }
+        let draft = TypedDraft<E>(id: entity.id.rawValue, type: type)
+        draft.value = entity
+        for i in type.fields.indices { draft.present.insert(i) }
+        var batch = PendingBatch()
+        batch.drafts[draft.id] = draft
+        batch.order.append(draft.id)
+        return try apply(batch, taskID: nil, endpoint: nil).changes
+    }
+
+    /// Removes records by id.
+    @discardableResult
+    public func remove(_ ids: [String]) throws -> ChangeSet {
+        var changes = ChangeSet()
+        try lock.withLock { () throws -> Void in
+            let present = ids.filter { contents.records[$0] != nil }
+            try persistence?.write(PersistedBatch(records: [], removed: present, collections: []))
+            for id in present {
+                let type = contents.records[id].flatMap { registry.type(forPrefix: $0.prefix) }
+                contents.remove(id, type: type)
+            }
+            changes.removed = present
+        }
+        notify(changes)
+        return changes
+    }
+
+    /// Removes one entity.
+    @discardableResult
+    public func remove<E: Entity>(_ id: EntityID<E>) throws -> ChangeSet { try remove([id.rawValue]) }
+
+    /// Removes everything: records and collections (a logout).
+    public func removeAll() throws {
+        let ids = allIDs()
+        try remove(ids)
+        lock.withLock { contents = StoreContents() }
+    }
+
+    // MARK: Ingesting
+
+    /// Reads a whole response and applies it as one batch.
+    ///
+    /// - Parameters:
+    ///   - bytes: the response body.
+    ///   - endpoint: the request's path and query, for the endpoint's collection.
+    ///   - taskID: the display identifier of the task's collection (a new id when nil).
+    /// - Throws: ``IngestError``; the store is then exactly as it was.
+    @discardableResult
+    public func ingest<Bytes: Sequence<UInt8>>(
+        _ bytes: Bytes, endpoint: String? = nil, taskID: String? = nil, options: IngestOptions = IngestOptions()
+    ) throws(IngestError) -> IngestResult {
+        let ingestor = Ingestor(store: self, endpoint: endpoint, taskID: taskID, options: options)
+        try ingestor.feed(bytes)
+        return try ingestor.finish()
+    }
+
+    /// An ingestor for one response that arrives in chunks.
+    public func makeIngestor(endpoint: String? = nil, taskID: String? = nil, options: IngestOptions = IngestOptions())
+        -> Ingestor
+    {
+        Ingestor(store: self, endpoint: endpoint, taskID: taskID, options: options)
+    }
+
+    func currentVersion(of id: String) -> Double? { lock.withLock { contents.records[id]?.dataVersion } }
+
+    /// Applies a batch atomically: every record and collection, or (if persistence fails) none.
+    func apply(_ batch: PendingBatch, taskID: String?, endpoint: String?) throws -> IngestResult {
+        if let before = hooks.beforeStore {
+            for id in batch.order { before(IncomingEntity(draft: batch.drafts[id]!)) }
+        }
+        var changes = ChangeSet()
+        var written: [(record: EntityRecord, type: EntityType?)] = []
+        var collections: [EntityCollection] = []
+        var endpointCollection: EntityCollection?
+        let taskCollection = EntityCollection(
+            id: newID(prefix: "c"), displayIdentifier: taskID ?? newID(prefix: "t"), kind: .task,
+            items: batch.taskItems, total: batch.taskItems.count)
+
+        try lock.withLock { () throws -> Void in
+            // Work out every new record first, without touching the contents...
+            for id in batch.order {
+                let draft = batch.drafts[id]!
+                let type = registry.type(forPrefix: draft.prefix)
+                if var record = contents.records[id] {
+                    if let incoming = draft.dataVersion, let stored = record.dataVersion, incoming <= stored {
+                        continue
+                    }
+                    let changed =
+                        type.map { $0.merge(draft, into: &record) }
+                        ?? mergeUntyped(draft as! UntypedDraft, into: &record)
+                    if !changed.isEmpty {
+                        changes.updated.append(ChangeSet.Update(id: id, fields: changed))
+                        written.append((record, type))
+                    }
+                } else {
+                    let record =
+                        type?.newRecord(from: draft)
+                        ?? EntityRecord(
+                            id: id, prefix: draft.prefix, payload: .untyped((draft as! UntypedDraft).fields),
+                            present: FieldSet(), dataVersion: draft.dataVersion, classVersion: 1)
+                    changes.inserted.append(id)
+                    written.append((record, type))
+                }
+            }
+            collections.append(taskCollection)
+            if let endpoint {
+                let collection = updatedEndpointCollection(endpoint, batch: batch)
+                collections.append(collection)
+                endpointCollection = collection
+            }
+            // ...write them through (all or nothing)...
+            try persistence?.write(
+                PersistedBatch(records: written.map(\.record), removed: [], collections: collections))
+            // ...then apply them in place.
+            for entry in written { contents.put(entry.record, type: entry.type) }
+            for collection in collections { contents.putCollection(collection) }
+        }
+        notify(changes)
+        if let after = hooks.afterStore { for entry in written { after(entry.record) } }
+        return IngestResult(
+            taskCollection: taskCollection, endpointCollection: endpointCollection, changes: changes, skipped: [],
+            bytes: 0)
+    }
+
+    /// The endpoint's collection with this response's items: a slice at its absolute positions,
+    /// anything else replacing the whole list.
+    private func updatedEndpointCollection(_ endpoint: String, batch: PendingBatch) -> EntityCollection {
+        var collection =
+            contents.collectionIDByDisplay[endpoint].flatMap { contents.collections[$0] }
+            ?? EntityCollection(
+                id: newID(prefix: "c"), displayIdentifier: endpoint, kind: .endpoint, items: [], total: nil)
+        guard let slice = batch.slice else {
+            collection.items = batch.taskItems
+            collection.total = batch.taskItems.count
+            return collection
+        }
+        for item in slice.items {
+            let position = slice.offset + item.index
+            guard position >= 0 else { continue }
+            if collection.items.count <= position {
+                collection.items.append(contentsOf: repeatElement(nil, count: position + 1 - collection.items.count))
+            }
+            collection.items[position] = item.id
+        }
+        if let total = slice.total { collection.total = total }
+        return collection
+    }
+
+    private func mergeUntyped(_ draft: UntypedDraft, into record: inout EntityRecord) -> [String] {
+        guard case .untyped(var fields) = record.payload else { return [] }
+        var changed: [String] = []
+        for member in draft.fields.members where fields[member.key] != member.value {
+            fields[member.key] = member.value
+            changed.append(member.key)
+        }
+        if let v = draft.dataVersion { record.dataVersion = v }
+        record.payload = .untyped(fields)
+        return changed
+    }
+
+    // MARK: Observation
+
+    /// The change sets of every later write, optionally only those touching records with this
+    /// prefix or this id. The sequence ends when the consumer stops iterating.
+    public func changes(prefix: String? = nil, id: String? = nil) -> AsyncStream<ChangeSet> {
+        let (stream, continuation) = AsyncStream<ChangeSet>.makeStream(bufferingPolicy: .unbounded)
+        let key = lock.withLock {
+            nextObserver += 1
+            observers[nextObserver] = Observer(prefix: prefix, id: id, continuation: continuation)
+            return nextObserver
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.lock.withLock { _ = self?.observers.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    /// The change sets of every later write touching entities of `E`.
+    public func changes<E: Entity>(of type: E.Type) -> AsyncStream<ChangeSet> { changes(prefix: E.prefix) }
+
+    private func notify(_ changes: ChangeSet) {
+        guard !changes.isEmpty else { return }
+        let current = lock.withLock { Array(observers.values) }
+        for observer in current {
+            let filtered =
+                observer.prefix == nil && observer.id == nil
+                ? changes : changes.filtered(prefix: observer.prefix, id: observer.id)
+            if !filtered.isEmpty { observer.continuation.yield(filtered) }
+        }
+    }
+}
+
+/// A new random id with this prefix.
+func newID(prefix: String) -> String {
+    var rng = SystemRandomNumberGenerator()
+    return EntityIDFormat.generate(prefix: prefix, using: &rng)
+}

@@ -1,0 +1,60 @@
+import FlatlandJSON
+
+/// An entity as a response delivered it, before it reaches the store.
+public struct IncomingEntity {
+    let draft: Draft
+
+    /// The full id.
+    public var id: String { draft.id }
+    /// The type prefix.
+    public var prefix: String { draft.prefix }
+    /// The JSON keys this response carried for it.
+    public var presentFields: [String] { draft.presentKeys }
+    /// The data version it carried, if any.
+    public var dataVersion: Double? { draft.dataVersion }
+
+    /// The incoming value, if it is an `E` (fields it did not carry are at their defaults).
+    public func entity<E: Entity>(as type: E.Type = E.self) -> E? { (draft as? TypedDraft<E>)?.value }
+
+    /// The incoming fields of an untyped entity.
+    public var untypedFields: JSONObject? { (draft as? UntypedDraft)?.fields }
+}
+
+/// Code the store runs around every write.
+public struct StoreHooks: Sendable {
+    /// Whether to store an incoming entity at all (called as its object ends). An entity turned
+    /// away is not stored and appears in no collection.
+    public var condition: (@Sendable (IncomingEntity) -> Bool)?
+    /// Called for each entity of a batch just before the batch is applied.
+    public var beforeStore: (@Sendable (IncomingEntity) -> Void)?
+    /// Called for each record a batch inserted or changed, after the batch is applied.
+    public var afterStore: (@Sendable (EntityRecord) -> Void)?
+
+    /// Hooks; all optional.
+    public init(
+        condition: (@Sendable (IncomingEntity) -> Bool)? = nil,
+        beforeStore: (@Sendable (IncomingEntity) -> Void)? = nil,
+        afterStore: (@Sendable (EntityRecord) -> Void)? = nil
+    ) {
+        self.condition = condition
+        self.beforeStore = beforeStore
+        self.afterStore = afterStore
+    }
+}
+
+/// Where a store keeps its records across restarts. The in-memory store needs none; the
+/// SQLite module provides one.
+public protocol StorePersistence: AnyObject, Sendable {
+    /// Writes one applied batch, all of it or nothing (one transaction).
+    func write(_ batch: PersistedBatch) throws
+}
+
+/// One applied batch, as persistence sees it.
+public struct PersistedBatch: Sendable {
+    /// The records inserted or changed, as they now are.
+    public var records: [EntityRecord]
+    /// The ids removed.
+    public var removed: [String]
+    /// The collections created or changed.
+    public var collections: [EntityCollection]
+}
