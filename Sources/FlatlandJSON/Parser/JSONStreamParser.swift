@@ -33,13 +33,18 @@ public final class JSONStreamParser {
     private var finished = false
     private var failure: JSONError?
     private var handlerError: (any Error)?
-    private var handlerErrorOffset = 0
     private var eventCount = 0
-    /// Length of the run of number characters that ended the previous chunk.
-    private var numberRun = 0
-    /// The last bytes before the current chunk, for excerpts.
+    /// The absolute offset just after the last token that libyajl reported to a callback.
+    private var lastEventEnd = 0
+    /// The last bytes before the current chunk, for excerpts and locations.
     private var history: [UInt8] = []
     private var repairBuffer: [UInt8] = []
+    /// The token (a string, number or literal) that was still going on where the previous chunk
+    /// ended: where it starts, and whether it is a number or literal.
+    private var pendingStart: Int?
+    private var pendingIsRun = false
+    private var pendingLocation = JSONLocation(offset: 0, line: 1, column: 1)
+    private var pendingExcerpt: [UInt8] = []
 
     /// Creates a parser that sends its events to `handler`.
     public init(handler: any JSONEventHandler, options: JSONParserOptions = .strict) {
@@ -81,11 +86,11 @@ public final class JSONStreamParser {
             if status != yajl_status_ok { throw fail(yajlFailure(status)) }
         }
         if let scanFailure { throw fail(locate(scanFailure.error)) }
-        try checkNumberRun(base, count: n)
         if overLimit {
             throw fail(
                 locate(JSONError(.limit, "input longer than \(limit) bytes"), at: chunkStart + n))
         }
+        updatePending(base, count: n)
         remember(base, count: n)
         chunkStart += n
     }
@@ -95,8 +100,25 @@ public final class JSONStreamParser {
         if let failure { throw failure }
         if finished { throw JSONError(.misuse, "finish called twice") }
         finishing = true
+        // libyajl accepts an unterminated string or comment after a complete value.
+        if scanner.inString {
+            throw fail(locate(JSONError(.truncated, "unexpected end of input inside a string"), at: chunkStart))
+        }
+        switch scanner.mode {
+        case .slash, .blockComment, .blockCommentStar:
+            throw fail(locate(JSONError(.truncated, "unexpected end of input inside a comment"), at: chunkStart))
+        default:
+            break
+        }
         let status = yajl_complete_parse(yajl)
-        if status != yajl_status_ok { throw fail(yajlFailure(status)) }
+        if status != yajl_status_ok {
+            // Nothing but whitespace and comments: several values may be none at all.
+            if options.allowMultipleValues, eventCount == 0, pendingStart == nil, status == yajl_status_error {
+                finished = true
+                return
+            }
+            throw fail(yajlFailure(status))
+        }
         if eventCount == 0, !options.allowMultipleValues {
             throw fail(locate(JSONError(.truncated, "empty input: expected a JSON value"), at: chunkStart))
         }
@@ -133,32 +155,84 @@ public final class JSONStreamParser {
 
     private func locate(_ error: JSONError, at offset: Int? = nil) -> JSONError {
         var e = error
+        if let offset, offset == pendingStart {
+            // The start of a token that began in an earlier chunk, maybe long before.
+            e.location = pendingLocation
+            e.excerpt = Self.excerptText(pendingExcerpt)
+            return e
+        }
         if let offset { e.location = location(at: offset) }
-        if let offset = e.location?.offset { e.excerpt = excerpt(at: offset) }
+        if let offset = e.location?.offset { e.excerpt = Self.excerptText(excerptBytes(at: offset)) }
         return e
     }
 
     /// Up to 24 bytes before `offset` and the byte at it, from what has been fed so far.
-    private func excerpt(at offset: Int) -> String {
+    private func excerptBytes(at offset: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         let from = max(0, offset - 24)
         let available = chunkStart + (chunkBase == nil ? 0 : chunkCount)
         let to = min(offset + 1, available)
-        guard from < to else { return "" }
-        let historyStart = chunkStart - history.count
+        guard from < to else { return [] }
         for o in from..<to {
-            if o < chunkStart {
-                if o >= historyStart { bytes.append(history[o - historyStart]) }
-            } else if let chunkBase {
-                bytes.append(chunkBase[o - chunkStart])
-            }
+            if let b = byte(at: o) { bytes.append(b) }
         }
+        return bytes
+    }
+
+    private static func excerptText(_ bytes: [UInt8]) -> String {
         let text = String(decoding: bytes, as: UTF8.self)
         return String(text.unicodeScalars.map { $0.value < 0x20 ? " " : Character($0) })
     }
 
+    /// The byte at an absolute offset, if it is in the current chunk or the history.
+    private func byte(at offset: Int) -> UInt8? {
+        if offset >= chunkStart {
+            guard let chunkBase, offset - chunkStart < chunkCount else { return nil }
+            return chunkBase[offset - chunkStart]
+        }
+        let historyStart = chunkStart - history.count
+        return offset >= historyStart ? history[offset - historyStart] : nil
+    }
+
+    /// Records the token still going on at the end of the chunk, so that an error found when it
+    /// ends, chunks later, can point at its first byte.
+    private func updatePending(_ base: UnsafePointer<UInt8>, count n: Int) {
+        let chunkEnd = chunkStart + n
+        var start: Int?
+        var isRun = false
+        if scanner.inString {
+            start = scanner.stringStart - 1
+        } else if scanner.mode == .value {
+            var t = 0
+            while t < n, StrictScanner.isTokenByte(base[n - 1 - t]) { t += 1 }
+            if t > 0 {
+                var s = chunkEnd - t
+                if t == n, pendingIsRun, let p = pendingStart { s = p }
+                // Numbers and literals can abut: the pending one starts after the last reported.
+                s = max(s, lastEventEnd)
+                if s < chunkEnd {
+                    start = s
+                    isRun = true
+                }
+            }
+        }
+        defer {
+            pendingStart = start
+            pendingIsRun = isRun
+        }
+        guard let start, start != pendingStart else { return }
+        if isRun {
+            // A run holds no line feed and no multi-byte character: the line state at the end
+            // of the chunk locates it.
+            pendingLocation = start >= chunkStart ? scanner.lines.location(at: start) : location(at: start)
+        } else {
+            pendingLocation = scanner.stringQuote
+        }
+        pendingExcerpt = excerptBytes(at: start)
+    }
+
     private func remember(_ base: UnsafePointer<UInt8>, count n: Int) {
-        let keep = 48
+        let keep = 64
         if n >= keep {
             history = Array(UnsafeBufferPointer(start: base + (n - keep), count: keep))
         } else {
@@ -170,7 +244,7 @@ public final class JSONStreamParser {
     private func yajlFailure(_ status: yajl_status) -> JSONError {
         if status == yajl_status_client_canceled, let error = handlerError {
             handlerError = nil
-            return locate(handlerFailure(error), at: handlerErrorOffset)
+            return locate(handlerFailure(error), at: lastEventEnd)
         }
         let consumed = finishing ? 0 : Int(yajl_get_bytes_consumed(yajl))
         var text = "invalid JSON"
@@ -184,25 +258,96 @@ public final class JSONStreamParser {
             text.removeFirst(prefix.count)
         }
         if text.hasSuffix(".") { text.removeLast() }
-        if finishing {
-            if text == "premature EOF" {
-                if eventCount == 0 {
-                    return locate(JSONError(.truncated, "empty input: expected a JSON value"), at: chunkStart)
-                }
-                return locate(JSONError(.truncated, "unexpected end of input"), at: chunkStart)
+        if finishing, text == "premature EOF" {
+            if eventCount == 0, pendingStart == nil {
+                return locate(JSONError(.truncated, "empty input: expected a JSON value"), at: chunkStart)
             }
-            return locate(JSONError(.syntax, text), at: chunkStart)
+            return locate(JSONError(.truncated, "unexpected end of input"), at: chunkStart)
         }
-        // libyajl stops after the token it rejects, except for most lexical errors, which stop at
-        // the offending byte; point at the offending byte in both cases.
-        var offset = chunkStart + consumed
-        if !lexical || text == "invalid char in json text" { offset -= 1 }
-        offset = max(chunkStart - history.count, offset)
-        if text == "invalid char in json text", let chunkBase, offset >= chunkStart, offset - chunkStart < chunkCount {
-            text = "unexpected character \(describeByte(chunkBase[offset - chunkStart]))"
+        if lexical {
+            // Lexical errors stop at the offending byte, except "invalid char", which stops
+            // after it. At the end of the input the offending byte is the end.
+            var offset = chunkStart + consumed
+            if !finishing, text == "invalid char in json text" {
+                offset -= 1
+                if let b = byte(at: offset) { text = "unexpected character \(describeByte(b))" }
+            }
+            return locate(JSONError(.syntax, text), at: offset)
+        }
+        // A parse error: point at the first byte of the token libyajl rejected. libyajl's own
+        // offset is after that token, or (for the two "after ... I expect" errors) somewhere in
+        // it and clipped to the chunk, so it is only a hint.
+        let offset: Int
+        switch text {
+        case "after key and value, inside map, I expect ',' or '}'", "after array element, I expect ',' or ']'",
+            "trailing garbage", "object key and value must be separated by a colon (':')":
+            // The rejected token is the first one after the last token that reached a callback.
+            offset = firstSignificant(after: lastEventEnd)
+        default:
+            // "unallowed token", "invalid object key": a punctuation mark, number or literal.
+            offset = tokenStart(endingAt: chunkStart + consumed)
         }
         if text == "unallowed token at this point in JSON text" { text = "unexpected token" }
         return locate(JSONError(.syntax, text), at: offset)
+    }
+
+    /// The first byte at or after `offset` that is not whitespace or part of a comment.
+    private func firstSignificant(after offset: Int) -> Int {
+        if !finishing, let chunkBase, offset >= chunkStart {
+            return skipInsignificant(chunkBase, from: offset - chunkStart, mode: .value)
+        }
+        if let pendingStart { return max(pendingStart, offset) }
+        if !finishing, let chunkBase {
+            return skipInsignificant(chunkBase, from: 0, mode: scanner.chunkMode)
+        }
+        return chunkStart
+    }
+
+    private func skipInsignificant(_ base: UnsafePointer<UInt8>, from index: Int, mode: StrictScanner.Mode) -> Int {
+        var m = mode
+        var i = index
+        while i < chunkCount {
+            let b = base[i]
+            switch m {
+            case .value:
+                if b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 {
+                    break
+                } else if b == UInt8(ascii: "/"), options.allowComments {
+                    m = .slash
+                } else {
+                    return chunkStart + i
+                }
+            case .slash:
+                if b == UInt8(ascii: "/") {
+                    m = .lineComment
+                } else if b == UInt8(ascii: "*") {
+                    m = .blockComment
+                } else {
+                    return chunkStart + i - 1
+                }
+            case .lineComment:
+                if b == 0x0A { m = .value }
+            case .blockComment, .blockCommentStar:
+                if m == .blockCommentStar, b == UInt8(ascii: "/") {
+                    m = .value
+                } else {
+                    m = b == UInt8(ascii: "*") ? .blockCommentStar : .blockComment
+                }
+            default:
+                return chunkStart + i
+            }
+            i += 1
+        }
+        return chunkStart + chunkCount
+    }
+
+    /// The first byte of the number, literal or punctuation mark that ends just before `end`.
+    private func tokenStart(endingAt end: Int) -> Int {
+        guard let last = byte(at: end - 1), StrictScanner.isTokenByte(last) else { return max(0, end - 1) }
+        var s = end
+        while s > chunkStart, let b = byte(at: s - 1), StrictScanner.isTokenByte(b) { s -= 1 }
+        if s == chunkStart, pendingIsRun, let pendingStart { s = pendingStart }
+        return max(s, lastEventEnd)
     }
 
     private func describeByte(_ b: UInt8) -> String {
@@ -216,45 +361,24 @@ public final class JSONStreamParser {
         return JSONError(.handler, String(describing: error), underlying: error)
     }
 
-    /// A number that spans chunks is buffered by libyajl: stop it at the limit, before it grows.
-    private func checkNumberRun(_ base: UnsafePointer<UInt8>, count n: Int) throws(JSONError) {
-        guard scanner.mode == .value else {
-            numberRun = 0
-            return
-        }
-        var t = 0
-        while t < n, isNumberByte(base[n - 1 - t]) { t += 1 }
-        numberRun = t == n ? numberRun + n : t
-        let maxLength = options.limits.maxNumberLength
-        if numberRun > maxLength {
-            let offset = chunkStart + n - numberRun + maxLength
-            throw fail(locate(numberTooLong(), at: offset))
-        }
-    }
-
-    private func isNumberByte(_ b: UInt8) -> Bool {
-        (b &- 48) < 10 || b == UInt8(ascii: "-") || b == UInt8(ascii: "+") || b == UInt8(ascii: ".") || b | 0x20 == 0x65
-    }
-
-    private func numberTooLong() -> JSONError {
-        JSONError(.limit, "number longer than \(options.limits.maxNumberLength) characters")
-    }
-
     // MARK: Events from libyajl
 
-    private func tokenEnd() -> Int {
-        finishing ? chunkStart : chunkStart + Int(yajl_get_bytes_consumed(yajl))
+    /// Notes where the token that libyajl reports ends (an absolute offset that does not depend
+    /// on the chunking: libyajl only reports a token once it has read all of it).
+    @inline(__always)
+    private func noteEvent() {
+        eventCount &+= 1
+        lastEventEnd = finishing ? chunkStart : chunkStart &+ Int(yajl_get_bytes_consumed(yajl))
     }
 
     @inline(__always)
     fileprivate func failEvent(_ error: any Error) -> Int32 {
         handlerError = error
-        handlerErrorOffset = tokenEnd()
         return 0
     }
 
     fileprivate func onString(_ pointer: UnsafePointer<UInt8>?, _ count: Int, isKey: Bool) -> Int32 {
-        eventCount &+= 1
+        noteEvent()
         let buffer = UnsafeRawBufferPointer(start: pointer, count: count)
         if options.replaceInvalidUTF8, !UTF8Validation.isValid(buffer) {
             repairBuffer = Array(String(decoding: buffer, as: UTF8.self).utf8)
@@ -276,13 +400,7 @@ public final class JSONStreamParser {
     }
 
     fileprivate func onNumber(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
-        eventCount &+= 1
-        if count > options.limits.maxNumberLength {
-            let end = tokenEnd()
-            handlerError = numberTooLong()
-            handlerErrorOffset = end - count + options.limits.maxNumberLength
-            return 0
-        }
+        noteEvent()
         do {
             try handler.number(JSONNumberText(unsafeBuffer: UnsafeRawBufferPointer(start: pointer, count: count)))
             return 1
@@ -292,7 +410,7 @@ public final class JSONStreamParser {
     }
 
     fileprivate func onEvent(_ kind: UInt8) -> Int32 {
-        eventCount &+= 1
+        noteEvent()
         do {
             switch kind {
             case 0: try handler.beginObject()

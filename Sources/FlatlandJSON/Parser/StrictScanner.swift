@@ -2,9 +2,10 @@
 /// limits, done in one streaming pass over the raw bytes before libyajl sees them.
 ///
 /// It follows just enough of the grammar to know where strings and comments are: form feed
-/// outside strings, invalid UTF-8 (overlongs, encoded surrogates, above U+10FFFF, truncated),
-/// lone or inverted `\u` surrogate escapes, a leading byte-order mark, nesting depth and string
-/// and key lengths. It also tracks lines and columns so that any error can be located.
+/// and vertical tab outside strings, invalid UTF-8 (overlongs, encoded surrogates, above U+10FFFF,
+/// truncated), lone or inverted `\u` surrogate escapes, a leading byte-order mark, nesting depth,
+/// string, key and number lengths. It also tracks lines and columns so that any error can be
+/// located.
 ///
 /// Every check is a pure function of the bytes before the point it fires, so the first error
 /// and its location do not depend on how the input is split into chunks.
@@ -49,8 +50,11 @@ struct StrictScanner {
     let maxDepth: Int
     let maxStringLength: Int
     let maxKeyLength: Int
+    let maxNumberLength: Int
 
     var mode = Mode.value
+    /// The mode at the start of the chunk being scanned.
+    var chunkMode = Mode.value
     var lines = LineState()
     /// The line state at the start of the chunk being scanned.
     var chunkLines = LineState()
@@ -63,6 +67,13 @@ struct StrictScanner {
     /// Absolute offset of the first content byte of the current string.
     var stringStart = 0
     var stringIsKey = false
+    /// Where the opening quote of the current string is.
+    var stringQuote = JSONLocation(offset: 0, line: 1, column: 1)
+
+    /// Length of the run of number characters (`0-9 + - . e E`) that started with `-` or a digit
+    /// and is still going on; 0 outside such a run. libyajl buffers a number that spans chunks
+    /// whole, so the limit is checked here, byte by byte, before libyajl sees the excess.
+    var numberRun = 0
 
     var utf8Need = 0
     var utf8Lo: UInt8 = 0x80
@@ -80,6 +91,7 @@ struct StrictScanner {
         maxDepth = max(0, options.limits.maxDepth)
         maxStringLength = max(0, options.limits.maxStringLength)
         maxKeyLength = max(0, options.limits.maxKeyLength)
+        maxNumberLength = max(0, options.limits.maxNumberLength)
         containers.reserveCapacity(min(maxDepth, 64))
     }
 
@@ -94,8 +106,11 @@ struct StrictScanner {
         t[Int(UInt8(ascii: "]"))] = 4
         t[Int(UInt8(ascii: ","))] = 5
         t[0x0A] = 6
+        t[0x0B] = 7
         t[0x0C] = 7
         t[Int(UInt8(ascii: "/"))] = 8
+        t[Int(UInt8(ascii: "-"))] = 9
+        for d in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(d)] = 9 }
         return UnsafePointer(t)
     }()
 
@@ -122,6 +137,7 @@ struct StrictScanner {
     /// index are safe to hand to libyajl.
     mutating func scan(_ base: UnsafePointer<UInt8>, count n: Int, start: Int) -> Failure? {
         chunkLines = lines
+        chunkMode = mode
         let valueClass = Self.valueClass
         let stringClass = Self.stringClass
         var i = 0
@@ -132,6 +148,11 @@ struct StrictScanner {
         while i < n {
             switch mode {
             case .value:
+                if numberRun > 0 {
+                    // A number that started in an earlier chunk goes on.
+                    if let f = numberStep(base, count: n, start: start, index: &i) { return f }
+                    if i >= n { return nil }
+                }
                 var c: UInt8 = 0
                 while i < n {
                     c = valueClass[Int(base[i])]
@@ -145,6 +166,7 @@ struct StrictScanner {
                     stringIsKey = expectKey
                     expectKey = false
                     stringStart = start + i + 1
+                    stringQuote = lines.location(at: start + i)
                 case 2, 3:
                     if depth >= maxDepth {
                         return fail(
@@ -167,9 +189,12 @@ struct StrictScanner {
                     lines.lineStart = start + i + 1
                     lines.extra = 0
                 case 7:
+                    let what = base[i] == 0x0C ? "form feed (U+000C)" : "vertical tab (U+000B)"
                     return fail(
-                        .syntax, "form feed (U+000C) is not whitespace in JSON", at: lines.location(at: start + i),
-                        detectedAt: i)
+                        .syntax, "\(what) is not whitespace in JSON", at: lines.location(at: start + i), detectedAt: i)
+                case 9:
+                    if let f = numberStep(base, count: n, start: start, index: &i) { return f }
+                    continue
                 default:
                     if allowComments { mode = .slash }
                 }
@@ -255,6 +280,47 @@ struct StrictScanner {
             }
         }
         return nil
+    }
+
+    /// Counts the number characters from `i` on; stops at the first other byte (the run is over)
+    /// or at the end of the chunk (it may go on in the next one).
+    @inline(__always)
+    mutating func numberStep(_ base: UnsafePointer<UInt8>, count n: Int, start: Int, index i: inout Int) -> Failure? {
+        while i < n {
+            let b = base[i]
+            guard Self.isNumberByte(b) else {
+                numberRun = 0
+                return nil
+            }
+            numberRun &+= 1
+            if numberRun > maxNumberLength {
+                return fail(
+                    .limit, "number longer than \(maxNumberLength) characters", at: lines.location(at: start + i),
+                    detectedAt: i)
+            }
+            i &+= 1
+        }
+        return nil
+    }
+
+    @inline(__always)
+    static func isNumberByte(_ b: UInt8) -> Bool {
+        (b &- 48) < 10 || b == UInt8(ascii: "-") || b == UInt8(ascii: "+") || b == UInt8(ascii: ".")
+            || b | 0x20 == UInt8(ascii: "e")
+    }
+
+    /// Whether `b` can be part of a number or a literal (`true`, `false`, `null`) token.
+    @inline(__always)
+    static func isTokenByte(_ b: UInt8) -> Bool {
+        isNumberByte(b) || (b | 0x20) &- UInt8(ascii: "a") < 26
+    }
+
+    /// Whether the scanner is inside a string (between its quotes).
+    var inString: Bool {
+        switch mode {
+        case .string, .escape, .unicode, .utf8, .afterHigh, .afterHighEscape: true
+        default: false
+        }
     }
 
     mutating func lengthFailure(start: Int, index i: Int) -> Failure {
