@@ -32,5 +32,6 @@ let package = Package(
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures"]),
+        .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON"]),
     ]
 )

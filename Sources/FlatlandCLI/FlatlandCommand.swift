@@ -14,7 +14,7 @@ struct FlatlandCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flatland",
         abstract: "Parse, ingest and inspect JSON the way Flatland does.",
-        subcommands: [ParseCommand.self, DemoCommand.self]
+        subcommands: [ParseCommand.self, IngestCommand.self, DemoCommand.self]
     )
 
     static func main() async {
@@ -58,7 +58,8 @@ enum FileHandleOutput {
         text.withUTF8 { buffer in
             var offset = 0
             while offset < buffer.count {
-                let n = Glibc.write(self == .standardOutput ? 1 : 2, buffer.baseAddress! + offset, buffer.count - offset)
+                let n = Glibc.write(
+                    self == .standardOutput ? 1 : 2, buffer.baseAddress! + offset, buffer.count - offset)
                 if n <= 0 { return }
                 offset += n
             }

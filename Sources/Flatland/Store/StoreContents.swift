@@ -6,6 +6,8 @@ public struct StoreContents: Sendable {
     var indexes: [String: [IndexValue: Set<String>]] = [:]
     var collections: [String: EntityCollection] = [:]
     var collectionIDByDisplay: [String: String] = [:]
+    /// Collection ids in the order they were created.
+    var collectionOrder: [String] = []
 
     mutating func insertIndexes(_ record: EntityRecord, type: EntityType?) {
         guard let type, case .typed(let value) = record.payload else { return }
@@ -37,7 +39,7 @@ public struct StoreContents: Sendable {
     }
 
     mutating func putCollection(_ collection: EntityCollection) {
-        collections[collection.id] = collection
+        if collections.updateValue(collection, forKey: collection.id) == nil { collectionOrder.append(collection.id) }
         collectionIDByDisplay[collection.displayIdentifier] = collection.id
     }
 }
@@ -114,6 +116,11 @@ extension StoreReader {
     /// Every collection, sorted by display identifier.
     public var collections: [EntityCollection] {
         withContents { $0.collections.values.sorted { $0.displayIdentifier < $1.displayIdentifier } }
+    }
+
+    /// The collections of one kind, in the order they were created.
+    public func collections(kind: EntityCollection.Kind) -> [EntityCollection] {
+        withContents { c in c.collectionOrder.compactMap { c.collections[$0] }.filter { $0.kind == kind } }
     }
 }
 
