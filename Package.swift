@@ -10,7 +10,8 @@ let package = Package(
         .executable(name: "flatland", targets: ["FlatlandCLI"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
     ],
     targets: [
         .systemLibrary(
@@ -19,7 +20,7 @@ let package = Package(
             providers: [.apt(["libyajl-dev"]), .brew(["yajl"])]
         ),
         .target(name: "FlatlandJSON", dependencies: ["CYAJL"]),
-        .target(name: "FlatlandFixtures", dependencies: ["FlatlandJSON"]),
+        .target(name: "FlatlandFixtures", dependencies: ["Flatland", "FlatlandJSON"]),
         .target(name: "Flatland", dependencies: ["FlatlandJSON"]),
         .executableTarget(
             name: "FlatlandCLI",
@@ -27,7 +28,9 @@ let package = Package(
                 "Flatland",
                 "FlatlandJSON",
                 "FlatlandFixtures",
+                "CYAJL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ]
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON"]),

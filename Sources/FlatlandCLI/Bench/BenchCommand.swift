@@ -1,0 +1,177 @@
+import ArgumentParser
+import Flatland
+import FlatlandFixtures
+import FlatlandJSON
+import Foundation
+import MallocInterposerSwift
+
+/// `flatland bench`: Flatland against raw yajl, JSONDecoder and JSONSerialization, side by side.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Compare Flatland with raw yajl, JSONDecoder and JSONSerialization on the same bytes.",
+        discussion: """
+            Contenders run interleaved (A B C D E, A B C D E, …) and each figure is the median of
+            the rounds, so the machine's drift cancels out. Build in release mode:
+            swift run -c release flatland bench
+            """
+    )
+
+    @Option(help: "Directory with twitter.json, github_events.json and canada.json.")
+    var data = "../shared/data/json"
+
+    @Option(help: "Rounds per contender (the median is reported).")
+    var rounds = 5
+
+    @Option(help: "Sizes of the generated seed-shaped datasets, in MB.")
+    var seedSizes: [Int] = [1, 10, 100]
+
+    @Flag(help: "Print one JSON object instead of a table.")
+    var json = false
+
+    @Option(help: "Also draw the throughput as an SVG bar chart into this file.")
+    var svg: String?
+
+    @Flag(help: "Skip the streaming-memory measurement.")
+    var noStreaming = false
+
+    @Option(help: .hidden)
+    var streamRSS: String?
+
+    func validate() throws {
+        guard rounds > 0 else { throw ValidationError("--rounds must be positive") }
+    }
+
+    func run() throws {
+        if let streamRSS {
+            print(try StreamingMemory.child(file: streamRSS))
+            return
+        }
+        var workloads = seedSizes.map { Workload.seed(megabytes: $0) }
+        let real = Workload.real(in: data)
+        workloads += real.found
+        let log = FileHandleOutput.standardError
+        if !real.missing.isEmpty {
+            log.write("note: not found in \(data): \(real.missing.joined(separator: ", ")) (those datasets are skipped)\n")
+        }
+        var results: [BenchResult] = []
+        for workload in workloads {
+            log.write("measuring \(workload.name) (\(workload.bytes.count) bytes, \(rounds) rounds)...\n")
+            results.append(try Bench.measure(workload, rounds: rounds))
+        }
+        var streaming: StreamingMemory.Result?
+        if !noStreaming {
+            log.write("measuring streaming memory (1 MB and 100 MB in 64 KiB chunks)...\n")
+            streaming = try StreamingMemory.measure()
+        }
+        let report = BenchReport(
+            rounds: rounds, results: results, streaming: streaming, missing: real.missing, dataDirectory: data)
+        if json {
+            print(report.json())
+        } else {
+            print(report.table())
+        }
+        if let svg {
+            try report.svg().write(toFile: svg, atomically: true, encoding: .utf8)
+            log.write("wrote \(svg)\n")
+        }
+    }
+}
+
+/// The medians of one dataset.
+struct BenchResult {
+    var name: String
+    var bytes: Int
+    var entities: Int?
+    var yajlRaw: Double
+    var parse: Double
+    var ingest: Double?
+    var jsonDecoder: Double?
+    var jsonSerialization: Double?
+    var mallocsPerEntity: Double?
+    var jsonDecoderMallocsPerEntity: Double?
+
+    func mbps(_ seconds: Double?) -> Double? { seconds.map { Double(bytes) / 1e6 / $0 } }
+}
+
+enum Bench {
+    static let chunkSize = 64 * 1024
+
+    static func time(_ body: () throws -> Void) rethrows -> Double {
+        let start = monotonicSeconds()
+        try body()
+        return monotonicSeconds() - start
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        let n = sorted.count
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2
+    }
+
+    static func parse(_ w: Workload) throws {
+        let parser = JSONStreamParser(handler: NullHandler())
+        try forEachChunk(w.bytes, size: chunkSize) { try parser.feed($0) }
+        try parser.finish()
+    }
+
+    @discardableResult
+    static func ingest(_ w: Workload, _ i: Workload.Ingest) throws -> Int {
+        let store = Store(registry: i.registry)
+        let ingestor = store.makeIngestor(endpoint: "/bench", options: i.options)
+        try forEachChunk(w.bytes, size: chunkSize) { try ingestor.feed($0) }
+        _ = try ingestor.finish()
+        return store.count
+    }
+
+    static func mallocs(_ body: () throws -> Void) rethrows -> Int {
+        MallocInterposerSwift.reset()
+        MallocInterposerSwift.hook()
+        try body()
+        MallocInterposerSwift.unhook()
+        return MallocInterposerSwift.getStatistics().mallocCount
+    }
+
+    static func measure(_ w: Workload, rounds: Int) throws -> BenchResult {
+        var yajl: [Double] = []
+        var parse: [Double] = []
+        var ingest: [Double] = []
+        var decoder: [Double] = []
+        var serialization: [Double] = []
+        var entities: Int?
+        // One untimed warm-up of each, which also checks that every contender accepts the data.
+        let valid = w.bytes.withUnsafeBytes { RawYAJL.parse($0, chunkSize: chunkSize) }
+        guard valid else { throw CLIFailure.invalid("\(w.name): raw yajl rejects it") }
+        try Self.parse(w)
+        if let i = w.ingest {
+            entities = try Self.ingest(w, i)
+            let decoded = try i.jsonDecoder(w.data)
+            _ = try i.jsonSerialization(w.data)
+            if decoded != entities {
+                FileHandleOutput.standardError.write(
+                    "note: \(w.name): Flatland stored \(entities!) entities, the Codable model \(decoded)\n")
+            }
+        }
+        for _ in 0..<rounds {
+            yajl.append(time { _ = w.bytes.withUnsafeBytes { RawYAJL.parse($0, chunkSize: chunkSize) } })
+            parse.append(try time { try Self.parse(w) })
+            if let i = w.ingest {
+                ingest.append(try time { try Self.ingest(w, i) })
+                decoder.append(try time { _ = try i.jsonDecoder(w.data) })
+                serialization.append(try time { _ = try i.jsonSerialization(w.data) })
+            }
+        }
+        var result = BenchResult(
+            name: w.name, bytes: w.bytes.count, entities: entities, yajlRaw: median(yajl), parse: median(parse))
+        if let i = w.ingest, let entities, entities > 0 {
+            result.ingest = median(ingest)
+            result.jsonDecoder = median(decoder)
+            result.jsonSerialization = median(serialization)
+            let count = try mallocs { try Self.ingest(w, i) }
+            result.mallocsPerEntity = Double(count) / Double(entities)
+            let decoderCount = try mallocs { _ = try i.jsonDecoder(w.data) }
+            result.jsonDecoderMallocsPerEntity = Double(decoderCount) / Double(entities)
+        }
+        return result
+    }
+}

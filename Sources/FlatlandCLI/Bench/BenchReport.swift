@@ -1,0 +1,151 @@
+import FlatlandJSON
+import Foundation
+
+/// The results of one `flatland bench` run, as a table, a JSON object or an SVG chart.
+struct BenchReport {
+    var rounds: Int
+    var results: [BenchResult]
+    var streaming: StreamingMemory.Result?
+    var missing: [String]
+    var dataDirectory: String
+
+    static var machine: String {
+        let cpu =
+            (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.split(separator: "\n")
+            .first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces)
+            ?? "unknown CPU"
+        return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores"
+    }
+
+    private func ratio(_ a: Double?, _ b: Double?) -> Double? {
+        guard let a, let b, b > 0 else { return nil }
+        return a / b
+    }
+
+    func table() -> String {
+        var lines: [String] = []
+        lines.append("Flatland benchmark: median of \(rounds) interleaved rounds, release build; \(Self.machine)")
+        lines.append("")
+        lines.append(
+            pad("dataset", 20) + pad("MB", 8) + pad("yajl raw", 10) + pad("parse", 10) + pad("ingest", 10)
+                + pad("JSONDecoder", 13) + pad("JSONSerial.", 13) + pad("ingest/JSONDec", 16) + pad("ingest/yajl", 13)
+                + pad("parse/yajl", 12) + pad("entities/s", 12) + pad("mallocs/entity", 16))
+        for r in results {
+            let ingestMBps = r.mbps(r.ingest)
+            lines.append(
+                pad(r.name, 20) + pad(formatted(Double(r.bytes) / 1e6, 1), 8) + pad(f(r.mbps(r.yajlRaw)), 10)
+                    + pad(f(r.mbps(r.parse)), 10) + pad(f(ingestMBps), 10) + pad(f(r.mbps(r.jsonDecoder)), 13)
+                    + pad(f(r.mbps(r.jsonSerialization)), 13)
+                    + pad(x(ratio(ingestMBps, r.mbps(r.jsonDecoder))), 16)
+                    + pad(x(ratio(ingestMBps, r.mbps(r.yajlRaw))), 13)
+                    + pad(x(ratio(r.mbps(r.parse), r.mbps(r.yajlRaw))), 12)
+                    + pad(r.ingest.flatMap { t in r.entities.map { formatted(Double($0) / t / 1e6, 2) + "M" } } ?? "-", 12)
+                    + pad(
+                        r.mallocsPerEntity.map {
+                            formatted($0, 2) + " (JSONDecoder " + formatted(r.jsonDecoderMallocsPerEntity ?? 0, 1) + ")"
+                        } ?? "-", 16))
+        }
+        lines.append("")
+        lines.append("Throughput in MB/s. parse = FlatlandJSON with a no-op handler; ingest = typed entities into a store.")
+        if let s = streaming {
+            lines.append(
+                "Streaming ingest, 64 KiB chunks, nothing kept: peak RSS \(formatted(s.peakRSSMegabytes1MB, 1)) MB for 1 MB, "
+                    + "\(formatted(s.peakRSSMegabytes100MB, 1)) MB for 100 MB "
+                    + "(difference \(formatted(s.peakRSSMegabytes100MB - s.peakRSSMegabytes1MB, 1)) MB).")
+        }
+        if !missing.isEmpty { lines.append("Not found in \(dataDirectory): \(missing.joined(separator: ", ")).") }
+        return lines.joined(separator: "\n")
+    }
+
+    private func pad(_ s: String, _ width: Int) -> String {
+        s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
+    }
+    private func f(_ v: Double?) -> String { v.map { formatted($0, 1) } ?? "-" }
+    private func x(_ v: Double?) -> String { v.map { formatted($0, 2) + "x" } ?? "-" }
+
+    func json() -> String {
+        func number(_ v: Double?) -> JSONValue {
+            guard let v, let n = JSONNumber((v * 1000).rounded() / 1000) else { return .null }
+            return .number(n)
+        }
+        var datasets = JSONObject()
+        for r in results {
+            let ingest = r.mbps(r.ingest)
+            datasets[r.name] = .object([
+                "bytes": .number(JSONNumber(r.bytes)),
+                "entities": r.entities.map { .number(JSONNumber($0)) } ?? .null,
+                "yajl_raw_mbps": number(r.mbps(r.yajlRaw)),
+                "parse_mbps": number(r.mbps(r.parse)),
+                "ingest_mbps": number(ingest),
+                "jsondecoder_mbps": number(r.mbps(r.jsonDecoder)),
+                "jsonserialization_mbps": number(r.mbps(r.jsonSerialization)),
+                "ingest_vs_jsondecoder": number(ratio(ingest, r.mbps(r.jsonDecoder))),
+                "ingest_vs_yajl_raw": number(ratio(ingest, r.mbps(r.yajlRaw))),
+                "parse_vs_yajl_raw": number(ratio(r.mbps(r.parse), r.mbps(r.yajlRaw))),
+                "mallocs_per_entity": number(r.mallocsPerEntity),
+                "jsondecoder_mallocs_per_entity": number(r.jsonDecoderMallocsPerEntity),
+            ])
+        }
+        var root: JSONObject = [
+            "machine": .string(Self.machine),
+            "rounds": .number(JSONNumber(rounds)),
+            "datasets": .object(datasets),
+            "missing": .array(missing.map { .string($0) }),
+        ]
+        if let s = streaming {
+            root["streaming"] = .object([
+                "peak_rss_mb_1mb": number(s.peakRSSMegabytes1MB),
+                "peak_rss_mb_100mb": number(s.peakRSSMegabytes100MB),
+            ])
+        } else {
+            root["streaming"] = .null
+        }
+        return JSONValue.object(root).jsonString(pretty: true)
+    }
+
+    /// Grouped horizontal bars: one group per dataset, one bar per contender, MB/s.
+    func svg() -> String {
+        let contenders: [(String, String, (BenchResult) -> Double?)] = [
+            ("raw yajl", "#9e9e9e", { $0.mbps($0.yajlRaw) }),
+            ("FlatlandJSON parse", "#64b5f6", { $0.mbps($0.parse) }),
+            ("Flatland ingest", "#1565c0", { $0.mbps($0.ingest) }),
+            ("JSONDecoder", "#ef6c00", { $0.mbps($0.jsonDecoder) }),
+            ("JSONSerialization", "#ffb74d", { $0.mbps($0.jsonSerialization) }),
+        ]
+        let maxValue = results.flatMap { r in contenders.compactMap { $0.2(r) } }.max() ?? 1
+        let barHeight = 14.0
+        let groupGap = 18.0
+        let left = 150.0
+        let width = 560.0
+        var y = 50.0
+        var body = ""
+        for r in results {
+            body += "<text x=\"10\" y=\"\(y + barHeight)\" font-weight=\"bold\">\(r.name)</text>\n"
+            for c in contenders {
+                guard let v = c.2(r) else { continue }
+                let w = max(1, v / maxValue * width)
+                body +=
+                    "<rect x=\"\(left)\" y=\"\(y)\" width=\"\(formatted(w, 1))\" height=\"\(barHeight - 2)\" fill=\"\(c.1)\"/>"
+                    + "<text x=\"\(left + w + 4)\" y=\"\(y + barHeight - 3)\">\(formatted(v, 0)) MB/s</text>\n"
+                y += barHeight
+            }
+            y += groupGap
+        }
+        var legend = ""
+        var lx = 10.0
+        for c in contenders {
+            legend += "<rect x=\"\(lx)\" y=\"24\" width=\"12\" height=\"12\" fill=\"\(c.1)\"/>"
+            legend += "<text x=\"\(lx + 16)\" y=\"34\">\(c.0)</text>\n"
+            lx += Double(c.0.count) * 7 + 34
+        }
+        let height = y + 10
+        return """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(left + width + 110))" height="\(Int(height))" \
+            font-family="sans-serif" font-size="11">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="10" y="16" font-size="13" font-weight="bold">Throughput, MB/s (median of \(rounds) interleaved rounds; longer is better)</text>
+            \(legend)\(body)</svg>
+
+            """
+    }
+}

@@ -1,0 +1,56 @@
+import Flatland
+import FlatlandFixtures
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Peak resident memory of a streaming ingest, each size in a fresh child process.
+enum StreamingMemory {
+    struct Result {
+        var peakRSSMegabytes1MB: Double
+        var peakRSSMegabytes100MB: Double
+    }
+
+    /// Writes the 1 MB and 100 MB seed-shaped documents to files and ingests each in a child.
+    static func measure() throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flatland-bench-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var peaks: [Double] = []
+        for megabytes in [1, 100] {
+            let file = directory.appendingPathComponent("seed-\(megabytes)MB.json")
+            do {
+                var generator = SeedGenerator(seed: 2026)
+                try Data(generator.document(approximateBytes: megabytes * 1_000_000)).write(to: file)
+            }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+            process.arguments = ["bench", "--stream-rss", file.path]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let output = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0,
+                let value = Double(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            else { throw CLIFailure.invalid("streaming-memory child failed") }
+            peaks.append(value)
+        }
+        return Result(peakRSSMegabytes1MB: peaks[0], peakRSSMegabytes100MB: peaks[1])
+    }
+
+    /// In the child: ingest `file` in 64 KiB chunks through a condition that keeps nothing;
+    /// return the peak resident set in MB.
+    static func child(file: String) throws -> String {
+        let store = Store(registry: seedFixtureRegistry(), hooks: StoreHooks(condition: { _ in false }))
+        let ingestor = store.makeIngestor(endpoint: "/users")
+        let input = try InputFile(path: file)
+        try input.forEachChunk(size: 64 * 1024) { try ingestor.feed($0) }
+        _ = try ingestor.finish()
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return String(Double(usage.ru_maxrss) / 1024)
+    }
+}

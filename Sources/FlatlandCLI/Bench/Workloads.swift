@@ -1,0 +1,103 @@
+import Flatland
+import FlatlandFixtures
+import FlatlandJSON
+import Foundation
+
+/// One dataset and how each contender reads it.
+struct Workload {
+    let name: String
+    let bytes: [UInt8]
+    let data: Data
+    /// Nil for parse-only datasets (numbers, no entities).
+    let ingest: Ingest?
+
+    struct Ingest {
+        let registry: EntityRegistry
+        let options: IngestOptions
+        /// `JSONDecoder` into Codable models, inserted into dictionaries; returns the entity count.
+        let jsonDecoder: (Data) throws -> Int
+        /// `JSONSerialization` mapped by hand into the same models; returns the entity count.
+        let jsonSerialization: (Data) throws -> Int
+    }
+
+    init(name: String, bytes: [UInt8], ingest: Ingest?) {
+        self.name = name
+        self.bytes = bytes
+        self.data = Data(bytes)
+        self.ingest = ingest
+    }
+
+    static func seed(megabytes: Int) -> Workload {
+        var generator = SeedGenerator(seed: 2026)
+        let bytes = generator.document(approximateBytes: megabytes * 1_000_000)
+        return Workload(
+            name: "seed-\(megabytes)MB", bytes: bytes,
+            ingest: Ingest(
+                registry: seedFixtureRegistry(), options: IngestOptions(),
+                jsonDecoder: { try SeedCodable.decode($0).count },
+                jsonSerialization: { try SeedCodable.serialization($0).count }))
+    }
+
+    /// The real documents found in `directory`, and the names of those that were not.
+    static func real(in directory: String) -> (found: [Workload], missing: [String]) {
+        var found: [Workload] = []
+        var missing: [String] = []
+        func load(_ file: String) -> [UInt8]? {
+            FileManager.default.contents(atPath: directory + "/" + file).map { [UInt8]($0) }
+        }
+        if let bytes = load("twitter.json") {
+            found.append(
+                Workload(
+                    name: "twitter.json", bytes: bytes,
+                    ingest: Ingest(
+                        registry: Twitter.registry(), options: IngestOptions(resolver: Twitter.resolver),
+                        jsonDecoder: { try Twitter.decode($0).count },
+                        jsonSerialization: { try Twitter.serialization($0).count })))
+        } else {
+            missing.append("twitter.json")
+        }
+        if let bytes = load("github_events.json") {
+            found.append(
+                Workload(
+                    name: "github_events.json", bytes: bytes,
+                    ingest: Ingest(
+                        registry: GitHub.registry(), options: IngestOptions(resolver: GitHub.resolver),
+                        jsonDecoder: { try GitHub.decode($0).count },
+                        jsonSerialization: { try GitHub.serialization($0).count })))
+        } else {
+            missing.append("github_events.json")
+        }
+        if let bytes = load("canada.json") {
+            found.append(Workload(name: "canada.json", bytes: bytes, ingest: nil))
+        } else {
+            missing.append("canada.json")
+        }
+        return (found, missing)
+    }
+}
+
+/// A handler that does nothing: parse only.
+final class NullHandler: JSONEventHandler {
+    var events = 0
+    func beginObject() { events &+= 1 }
+    func endObject() {}
+    func beginArray() { events &+= 1 }
+    func endArray() {}
+    func key(_ key: JSONBytes) {}
+    func string(_ value: JSONBytes) { events &+= 1 }
+    func number(_ value: JSONNumberText) { events &+= 1 }
+    func bool(_ value: Bool) { events &+= 1 }
+    func null() { events &+= 1 }
+}
+
+/// Feeds `bytes` in chunks of `chunkSize`.
+func forEachChunk(_ bytes: [UInt8], size chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+    try bytes.withUnsafeBytes { all in
+        var offset = 0
+        while offset < all.count {
+            let end = min(all.count, offset + chunkSize)
+            try body(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
+            offset = end
+        }
+    }
+}
