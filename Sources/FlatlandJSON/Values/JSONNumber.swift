@@ -77,7 +77,10 @@ public struct JSONNumber: Hashable, Sendable, CustomStringConvertible, Expressib
         if value == value.rounded(), abs(value) < 1e15 {
             self.text = value == 0 && value.sign == .minus ? "-0" : String(Int64(value))
         } else {
-            self.text = value.description
+            // Swift's description is the shortest text that reads back exactly, but it writes
+            // integral values below 2^53 with a ".0" that JSON does not need.
+            let text = value.description
+            self.text = text.hasSuffix(".0") ? String(text.dropLast(2)) : text
         }
     }
 
