@@ -32,6 +32,9 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Also draw the throughput as an SVG bar chart into this file.")
     var svg: String?
 
+    @Option(help: "Only these contenders (yajl, parse, ingest, jsondecoder, jsonserialization), for profiling.")
+    var only: [String] = []
+
     @Flag(help: "Skip the streaming-memory measurement.")
     var noStreaming = false
 
@@ -57,7 +60,7 @@ struct BenchCommand: ParsableCommand {
         var results: [BenchResult] = []
         for workload in workloads {
             log.write("measuring \(workload.name) (\(workload.bytes.count) bytes, \(rounds) rounds)...\n")
-            results.append(try Bench.measure(workload, rounds: rounds))
+            results.append(try Bench.measure(workload, rounds: rounds, only: Set(only)))
         }
         var streaming: StreamingMemory.Result?
         if !noStreaming {
@@ -104,6 +107,7 @@ enum Bench {
     }
 
     static func median(_ values: [Double]) -> Double {
+        if values.isEmpty { return .nan }
         let sorted = values.sorted()
         let n = sorted.count
         return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2
@@ -132,7 +136,8 @@ enum Bench {
         return MallocInterposerSwift.getStatistics().mallocCount
     }
 
-    static func measure(_ w: Workload, rounds: Int) throws -> BenchResult {
+    static func measure(_ w: Workload, rounds: Int, only: Set<String> = []) throws -> BenchResult {
+        func wanted(_ name: String) -> Bool { only.isEmpty || only.contains(name) }
         var yajl: [Double] = []
         var parse: [Double] = []
         var ingest: [Double] = []
@@ -153,12 +158,14 @@ enum Bench {
             }
         }
         for _ in 0..<rounds {
-            yajl.append(time { _ = w.bytes.withUnsafeBytes { RawYAJL.parse($0, chunkSize: chunkSize) } })
-            parse.append(try time { try Self.parse(w) })
+            if wanted("yajl") { yajl.append(time { _ = w.bytes.withUnsafeBytes { RawYAJL.parse($0, chunkSize: chunkSize) } }) }
+            if wanted("parse") { parse.append(try time { try Self.parse(w) }) }
             if let i = w.ingest {
-                ingest.append(try time { try Self.ingest(w, i) })
-                decoder.append(try time { _ = try i.jsonDecoder(w.data) })
-                serialization.append(try time { _ = try i.jsonSerialization(w.data) })
+                if wanted("ingest") { ingest.append(try time { try Self.ingest(w, i) }) }
+                if wanted("jsondecoder") { decoder.append(try time { _ = try i.jsonDecoder(w.data) }) }
+                if wanted("jsonserialization") {
+                    serialization.append(try time { _ = try i.jsonSerialization(w.data) })
+                }
             }
         }
         var result = BenchResult(
