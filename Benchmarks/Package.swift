@@ -1,11 +1,26 @@
 // swift-tools-version: 6.1
-// Benchmarks live in their own package so that Flatland never depends on the harness.
+// The benchmarks live in their own package so that Flatland never depends on the harness.
+// Run from this directory: swift package benchmark
 import PackageDescription
 
 let package = Package(
     name: "FlatlandBenchmarks",
+    platforms: [.macOS(.v13)],
     dependencies: [
-        .package(path: "..")
+        .package(name: "Flatland", path: ".."),
+        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
-    targets: []
+    targets: ["ParseBench", "IngestBench", "StoreBench"].map { name in
+        .executableTarget(
+            name: name,
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Flatland", package: "Flatland"),
+                .product(name: "FlatlandJSON", package: "Flatland"),
+                .product(name: "FlatlandFixtures", package: "Flatland"),
+            ],
+            path: "Benchmarks/\(name)",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        )
+    }
 )

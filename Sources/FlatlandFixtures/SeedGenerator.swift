@@ -14,6 +14,7 @@ public struct SeedGenerator: Sendable {
     private var rng: SplitMix64
     /// Users generated so far, so that friends refer to users that exist.
     public private(set) var userIDs: [String] = []
+    private var userNames: [String: String] = [:]
 
     /// A generator whose output depends only on `seed`.
     public init(seed: UInt64 = 0x5EED) {
@@ -114,18 +115,26 @@ public struct SeedGenerator: Sendable {
         w.key("friends")
         w.beginArray()
         if !userIDs.isEmpty {
-            for _ in 0..<friendCount {
+            // Distinct friends, drawn from the users written so far.
+            var chosen: [String] = []
+            chosen.reserveCapacity(friendCount)
+            for _ in 0..<(friendCount * 4) where chosen.count < min(friendCount, userIDs.count) {
+                let candidate = pick(userIDs)
+                if !chosen.contains(candidate) { chosen.append(candidate) }
+            }
+            for friend in chosen {
                 w.beginObject()
                 w.key("uuid")
-                w.string(pick(userIDs))
+                w.string(friend)
                 w.key("firstname")
-                w.string(pick(Self.firstNames))
+                w.string(userNames[friend] ?? "")
                 w.endObject()
             }
         }
         w.endArray()
         w.endObject()
         userIDs.append(uuid)
+        userNames[uuid] = first
     }
 
     /// A paginated slice `{"offset":…,"count":…,"total":…,"data":[users]}` of `count` users.
