@@ -70,7 +70,7 @@ public enum GitHub {
 
     /// The identity rules of GitHub's events API.
     public static let resolver = RuleResolver([
-        .init(prefix: "ev", idKey: "id", typeKey: "type", typeSuffix: "Event"),
+        .init(prefix: "ev", idKey: "id", typeKey: "type", typeSuffix: "Event", nested: false),
         .init(prefix: "gu", idKey: "id", parentKeys: ["actor"]),
         .init(prefix: "gr", idKey: "id", parentKeys: ["repo"]),
         .init(prefix: "go", idKey: "id", parentKeys: ["org"]),

@@ -98,92 +98,59 @@ class EntityType: @unchecked Sendable {
         fieldKeyBytes[i].withUnsafeBytes { key.equals($0) }
     }
 
-    func makeDraft(id: String) -> Draft { fatalError("abstract") }
+    /// An empty draft for an entity with this id.
+    func makeDraft(id: String) -> EntityBox { fatalError("abstract") }
     /// A record from stored JSON fields (persistence), migrated from `classVersion` if older.
-    func decodeRecord(id: String, fields: JSONObject, classVersion: Int) throws -> (any Entity, FieldSet) {
+    func decodeRecord(id: String, fields: JSONObject, classVersion: Int, dataVersion: Double?) throws -> EntityBox {
         fatalError("abstract")
     }
-    func encode(_ value: any Entity, fields: FieldSet, to writer: inout JSONWriter) { fatalError("abstract") }
-    func merge(_ draft: Draft, into record: inout EntityRecord) -> [String] { fatalError("abstract") }
-    func newRecord(from draft: Draft) -> EntityRecord { fatalError("abstract") }
-    func indexValues(_ value: any Entity) -> [(name: String, value: IndexValue)] { fatalError("abstract") }
-    func indexName(for keyPath: AnyKeyPath) -> String? { fatalError("abstract") }
+    /// The secondary index entries of a record: the index's store key and the value.
+    func indexEntries(_ box: EntityBox) -> [(key: String, value: IndexValue)] { [] }
+    /// Whether the type declares secondary indexes.
+    var hasIndexes: Bool { false }
 }
 
 final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
     let fields: [Field<E>]
     let indexes: [EntityIndex<E>]
+    /// `prefix.name` of each index, made once.
+    let indexKeys: [String]
 
     init() {
         fields = E.fields
         indexes = E.indexes
+        indexKeys = E.indexes.map { "\(E.prefix).\($0.name)" }
         super.init(
             prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
             classVersion: E.classVersion)
     }
 
-    override func makeDraft(id: String) -> Draft { TypedDraft<E>(id: id, type: self) }
+    override func makeDraft(id: String) -> EntityBox { TypedBox<E>(id: id, type: self) }
 
-    override func decodeRecord(id: String, fields object: JSONObject, classVersion: Int) throws -> (
-        any Entity, FieldSet
-    ) {
+    override func decodeRecord(id: String, fields object: JSONObject, classVersion: Int, dataVersion: Double?) throws
+        -> EntityBox
+    {
         var object = object
         if classVersion < E.classVersion { try E.migrate(&object, from: classVersion) }
-        let draft = TypedDraft<E>(id: id, type: self)
+        let box = TypedBox<E>(id: id, type: self)
+        box.dataVersion = dataVersion
         var tape = EventTape()
         for member in object.members {
             guard let index = fieldKeys.firstIndex(of: member.key) else { continue }
             tape.removeAll()
             record(member.value, into: &tape)
             try tape.withReader(from: EventTape.Mark(tokens: 0, bytes: 0)) { (reader) throws(FieldError) in
-                try draft.decode(field: index, from: &reader)
+                try box.decode(field: index, from: &reader)
             }
         }
-        return (draft.value, draft.present)
+        return box
     }
 
-    override func encode(_ value: any Entity, fields mask: FieldSet, to writer: inout JSONWriter) {
-        guard let value = value as? E else { return }
-        for (i, field) in fields.enumerated() where mask.contains(i) {
-            writer.key(field.key)
-            field.encode(value, &writer)
-        }
-    }
+    override var hasIndexes: Bool { !indexes.isEmpty }
 
-    override func newRecord(from draft: Draft) -> EntityRecord {
-        let d = draft as! TypedDraft<E>
-        return EntityRecord(
-            id: d.id, prefix: prefix, payload: .typed(d.value), present: d.present, dataVersion: d.dataVersion,
-            classVersion: E.classVersion)
-    }
-
-    override func merge(_ draft: Draft, into record: inout EntityRecord) -> [String] {
-        let d = draft as! TypedDraft<E>
-        guard case .typed(let any) = record.payload, var current = any as? E else {
-            record = newRecord(from: draft)
-            return d.present.indexes.map { fieldKeys[$0] }
-        }
-        var changed: [String] = []
-        for i in d.present.indexes {
-            let field = fields[i]
-            if !record.present.contains(i) || !field.equal(d.value, current) {
-                field.copy(d.value, &current)
-                changed.append(field.key)
-            }
-        }
-        record.present.formUnion(d.present)
-        if let v = d.dataVersion { record.dataVersion = v }
-        if !changed.isEmpty { record.payload = .typed(current) }
-        return changed
-    }
-
-    override func indexValues(_ value: any Entity) -> [(name: String, value: IndexValue)] {
-        guard let value = value as? E else { return [] }
-        return indexes.map { (name: $0.name, value: $0.value(value)) }
-    }
-
-    override func indexName(for keyPath: AnyKeyPath) -> String? {
-        indexes.first { $0.keyPath == keyPath }?.name
+    override func indexEntries(_ box: EntityBox) -> [(key: String, value: IndexValue)] {
+        guard let box = box as? TypedBox<E> else { return [] }
+        return indexes.indices.map { (key: indexKeys[$0], value: indexes[$0].value(box.value)) }
     }
 }
 

@@ -59,9 +59,16 @@ struct EventTape {
 
     /// Reads the tokens from `mark` to the end.
     func withReader<R, E: Error>(from mark: Mark, _ body: (inout FieldReader) throws(E) -> R) throws(E) -> R {
+        try withReader(from: mark, to: tokens.count, body)
+    }
+
+    /// Reads the tokens from `mark` up to token index `end` (exclusive).
+    func withReader<R, E: Error>(from mark: Mark, to end: Int, _ body: (inout FieldReader) throws(E) -> R) throws(E)
+        -> R
+    {
         let result: Result<R, E> = tokens.withUnsafeBufferPointer { t in
             storage.withUnsafeBytes { s in
-                var reader = FieldReader(tokens: UnsafeBufferPointer(rebasing: t[mark.tokens...]), storage: s)
+                var reader = FieldReader(tokens: UnsafeBufferPointer(rebasing: t[mark.tokens..<end]), storage: s)
                 do throws(E) { return .success(try body(&reader)) } catch { return .failure(error) }
             }
         }
@@ -76,6 +83,30 @@ struct EventTape {
             TapeToken(kind: $0.kind, start: $0.start - Int32(mark.bytes), length: $0.length)
         }
         return copy
+    }
+
+    /// Calls `body` with one token's bytes (which must not change the tape meanwhile).
+    func withBytes<R>(of token: TapeToken, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes { s in
+            try body(UnsafeRawBufferPointer(rebasing: s[Int(token.start)..<Int(token.start) + Int(token.length)]))
+        }
+    }
+
+    /// The index of the token that closes the array or object opened at `index` (or the end).
+    func matchingEnd(of index: Int) -> Int {
+        var depth = 0
+        var i = index
+        while i < tokens.count {
+            switch tokens[i].kind {
+            case .beginArray, .beginObject: depth += 1
+            case .endArray, .endObject:
+                depth -= 1
+                if depth == 0 { return i }
+            default: break
+            }
+            i += 1
+        }
+        return tokens.count
     }
 
     /// Calls `body` with each token and its bytes, in order.

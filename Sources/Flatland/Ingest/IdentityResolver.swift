@@ -39,10 +39,14 @@ public protocol IdentityResolver: Sendable {
     /// A member that holds the id itself and is therefore not a field of the entity (`"uuid"`
     /// for prefixed ids); nil when every member is a field.
     var idKey: String? { get }
+    /// Whether an object in this position could be an entity at all. Objects that cannot are
+    /// read as containers at once, without buffering. Defaults to true.
+    func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool
 }
 
 extension IdentityResolver {
     public var idKey: String? { nil }
+    public func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool { true }
 }
 
 /// The default rule: an object is an entity when its `key` member (default `"uuid"`) holds a
@@ -110,6 +114,14 @@ public struct RuleResolver: IdentityResolver {
             self.nested = nested
         }
 
+        /// Whether the rule's conditions on an object's position allow it.
+        func allows(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
+            if let parentKeys, !parentKeys.contains(parentKey ?? "") { return false }
+            if let endpointPrefix, !(endpoint ?? "").hasPrefix(endpointPrefix) { return false }
+            if let nested, nested != isNested { return false }
+            return true
+        }
+
         func matches(_ c: IdentityCandidate) -> Bool {
             guard c.values[idKey] != nil else { return false }
             if let parentKeys, !parentKeys.contains(c.parentKey ?? "") { return false }
@@ -136,6 +148,10 @@ public struct RuleResolver: IdentityResolver {
             for key in [rule.idKey, rule.typeKey].compactMap({ $0 }) where !keys.contains(key) { keys.append(key) }
         }
         identityKeys = keys
+    }
+
+    public func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
+        rules.contains { $0.allows(parentKey: parentKey, isNested: isNested, endpoint: endpoint) }
     }
 
     public func resolve(_ candidate: IdentityCandidate) -> ResolvedIdentity? {

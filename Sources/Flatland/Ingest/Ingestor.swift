@@ -11,52 +11,60 @@ import FlatlandJSON
 /// straight into a draft as the events arrive, and the draft is merged into the store's record
 /// at the end (partial update: absent keys keep their value). Entities nested in an entity are
 /// stored as records of their own and the parent keeps their id. Other objects are containers
-/// whose values are scanned for entities. Memory for the walk is bounded by the largest single
-/// entity, not by the response.
+/// whose values are scanned for entities.
+///
+/// Key order does not matter. Until an object's identity is known, its children are read as
+/// they come (nested entities are stored at once) and its own members are kept on a tape, with
+/// nested entities as references; if the object turns out to be an entity, its members are
+/// decoded from the tape, otherwise the tape is dropped. An object that grows past
+/// ``IngestOptions/maxPendingObjectBytes`` before its identity is known is read as a container,
+/// so memory for the walk is bounded by the largest single entity, not by the response.
 public final class Ingestor: JSONEventHandler {
-    enum Kind: UInt8 { case container, array, undecided, entity, record }
+    enum Kind: UInt8 { case object, array, entity }
 
     /// What the parent does with a frame's result.
     enum Role: UInt8 {
-        /// The document's root value.
-        case top
-        /// A member of a container, or an element of an array that is scanned.
+        /// The document's root value, a member of a container, or an element of an array.
         case member
         /// An element of a slice's `data` array.
         case sliceElement
         /// The value of an entity's field: delivered to the entity.
         case field
-        /// Inside a recorded field value: kept on the tape.
-        case inRecord
     }
 
     struct Frame {
         var kind: Kind
         var role: Role
+        /// Inside an entity, or inside an object whose identity is not known yet.
         var nested: Bool
+        /// Whether this frame's events go on the tape.
+        var records: Bool
+        /// Objects: identity not known yet.
+        var undecided = false
+        /// Inside an entity (not only inside an undecided object).
+        var inEntity: Bool
         var parentKey: String?
         /// The current member's key, where it has to be known as text.
         var key: String?
         /// Arrays: the current element's index.
         var index = 0
-        /// Undecided and record frames: where their recording starts.
+        /// Where this frame's own tokens start on the tape.
         var mark = EventTape.Mark(tokens: 0, bytes: 0)
-        /// Undecided frames: open brackets inside; record frames: open brackets recorded.
-        var depth = 0
-        /// Undecided frames: which identity key's value comes next (-1 none).
+        /// Undecided objects: which identity key's value comes next (-1 none).
         var identityKey = -1
-        var idValues: [String: String] = [:]
-        var scalarOnly = true
+        var firstIDValue: String?
+        var otherIDValues: [String?] = []
+        /// Undecided objects: entities that end up top-level if this object is a container.
+        var provisionalItems: [String] = []
+        var provisionalSlice: PendingBatch.Slice?
         /// Entity frames.
-        var draft: Draft?
+        var draft: EntityBox?
         /// Typed field index; or -1 not a field, -2 the id member, -3 an untyped member (`key`).
         var field = -1
         var lastField = -1
         var isVersion = false
         var failed = false
-        /// Record frames: whether this frame holds a whole field value.
-        var fieldRoot = false
-        /// Containers: the slice members seen.
+        /// Objects: the slice members seen.
         var offset: Int?
         var count: Int?
         var total: Int?
@@ -64,10 +72,12 @@ public final class Ingestor: JSONEventHandler {
         /// Arrays: whether this is a slice's `data` array.
         var isSliceData = false
 
-        init(kind: Kind, role: Role, nested: Bool, parentKey: String?) {
+        init(kind: Kind, role: Role, nested: Bool, inEntity: Bool, records: Bool, parentKey: String?) {
             self.kind = kind
             self.role = role
             self.nested = nested
+            self.inEntity = inEntity
+            self.records = records
             self.parentKey = parentKey
         }
     }
@@ -80,7 +90,6 @@ public final class Ingestor: JSONEventHandler {
     private var parser: JSONStreamParser!
     private var frames: [Frame] = []
     private var tape = EventTape()
-    private var scratch = EventTape()
     private var batch = PendingBatch()
     private var skipped: [IngestError] = []
     private var failure: IngestError?
@@ -90,17 +99,25 @@ public final class Ingestor: JSONEventHandler {
     private let identityKeyNames: [String]
     private let idKey: [UInt8]?
     private let prefixedIDs: Bool
+    /// Whether every object may be an entity (the resolver has no static rules).
+    private let mayIdentifyAll: Bool
     private let versionKey: [UInt8]?
+    /// The bytes of the current unknown member's key in the top entity frame.
+    private var unknownKey: [UInt8] = []
+    private let registry: EntityRegistry
+    private var lastType: EntityType?
 
     init(store: Store, endpoint: String?, taskID: String?, options: IngestOptions) {
         self.store = store
         self.options = options
         self.endpoint = endpoint.map { Endpoint.nonFielded($0, ignoring: options.ignoredParameters) }
         self.taskID = taskID
+        registry = store.registry
         identityKeyNames = options.resolver.identityKeys
         identityKeys = identityKeyNames.map { Array($0.utf8) }
         idKey = options.resolver.idKey.map { Array($0.utf8) }
         prefixedIDs = options.resolver is PrefixedIDResolver
+        mayIdentifyAll = prefixedIDs
         versionKey = options.versionKey.map { Array($0.utf8) }
         parser = JSONStreamParser(handler: self, options: options.parser)
     }
@@ -170,143 +187,109 @@ public final class Ingestor: JSONEventHandler {
     public func beginObject() throws {
         if cancelled { throw CancellationError() }
         guard let t = frames.indices.last else {
-            pushUndecided(role: .top, nested: false, parentKey: nil)
+            pushObject(role: .member, nested: false, inEntity: false, records: false, parentKey: nil)
             return
         }
         switch frames[t].kind {
-        case .container:
-            pushUndecided(role: .member, nested: frames[t].nested, parentKey: frames[t].key)
+        case .object:
+            pushObject(
+                role: .member, nested: frames[t].nested || frames[t].undecided, inEntity: frames[t].inEntity,
+                records: frames[t].records, parentKey: frames[t].key)
         case .array:
-            pushUndecided(
+            pushObject(
                 role: frames[t].isSliceData ? .sliceElement : .member, nested: frames[t].nested,
-                parentKey: frames[t].parentKey)
-        case .undecided:
-            try recordRaw(.beginObject, t)
-            frames[t].depth += 1
+                inEntity: frames[t].inEntity, records: frames[t].records, parentKey: frames[t].parentKey)
         case .entity:
             let isField = frames[t].field >= 0 || frames[t].field == -3
-            pushUndecided(role: isField ? .field : .member, nested: true, parentKey: currentKey(frames[t]))
-        case .record:
-            pushUndecided(role: .inRecord, nested: true, parentKey: frames[t].key)
+            pushObject(
+                role: isField ? .field : .member, nested: true, inEntity: true, records: isField,
+                parentKey: childKey(t))
         }
     }
 
     public func beginArray() throws {
         guard let t = frames.indices.last else {
-            frames.append(Frame(kind: .array, role: .top, nested: false, parentKey: nil))
+            frames.append(Frame(kind: .array, role: .member, nested: false, inEntity: false, records: false, parentKey: nil))
             return
         }
+        var frame: Frame
         switch frames[t].kind {
-        case .container:
-            var frame = Frame(kind: .array, role: .member, nested: frames[t].nested, parentKey: frames[t].key)
-            frame.isSliceData = !frame.nested && frames[t].key == "data"
+        case .object:
+            frame = Frame(
+                kind: .array, role: .member, nested: frames[t].nested || frames[t].undecided,
+                inEntity: frames[t].inEntity, records: frames[t].records, parentKey: frames[t].key)
+            frame.isSliceData = !frames[t].inEntity && frames[t].key == "data"
             if frame.isSliceData { frame.sliceItems = [] }
-            frames.append(frame)
         case .array:
-            frames.append(
-                Frame(
-                    kind: .array, role: frames[t].isSliceData ? .sliceElement : .member, nested: frames[t].nested,
-                    parentKey: frames[t].parentKey))
-        case .undecided:
-            try recordRaw(.beginArray, t)
-            frames[t].depth += 1
+            frame = Frame(
+                kind: .array, role: frames[t].isSliceData ? .sliceElement : .member, nested: frames[t].nested,
+                inEntity: frames[t].inEntity, records: frames[t].records, parentKey: frames[t].parentKey)
         case .entity:
-            if frames[t].field >= 0 || frames[t].field == -3 {
-                var frame = Frame(kind: .record, role: .field, nested: true, parentKey: currentKey(frames[t]))
-                frame.mark = tape.mark
-                frame.fieldRoot = true
-                frame.depth = 1
-                tape.append(.beginArray)
-                frames.append(frame)
-            } else {
-                frames.append(Frame(kind: .array, role: .member, nested: true, parentKey: currentKey(frames[t])))
-            }
-        case .record:
-            tape.append(.beginArray)
-            frames[t].depth += 1
+            let isField = frames[t].field >= 0 || frames[t].field == -3
+            frame = Frame(
+                kind: .array, role: isField ? .field : .member, nested: true, inEntity: true, records: isField,
+                parentKey: childKey(t))
         }
+        frame.mark = tape.mark
+        if frame.records { tape.append(.beginArray) }
+        frames.append(frame)
     }
 
     public func endArray() throws {
-        let t = frames.count - 1
-        switch frames[t].kind {
-        case .array:
-            let frame = frames.removeLast()
-            if frame.isSliceData, let c = frames.indices.last { frames[c].sliceItems = frame.sliceItems }
-            try childEnded(frame, id: nil)
-        case .undecided:
-            try recordRaw(.endArray, t)
-            frames[t].depth -= 1
-        case .record:
-            tape.append(.endArray)
-            frames[t].depth -= 1
-            if frames[t].depth == 0 { try recordEnded() }
-        case .container, .entity:
-            break  // the parser never sends this
-        }
+        let frame = frames.removeLast()
+        if frame.records { tape.append(.endArray) }
+        if frame.isSliceData, let p = frames.indices.last { frames[p].sliceItems = frame.sliceItems }
+        try childEnded(frame, id: nil)
     }
 
     public func endObject() throws {
         let t = frames.count - 1
-        switch frames[t].kind {
-        case .container:
-            let frame = frames.removeLast()
-            if let items = frame.sliceItems, !frame.nested, batch.slice == nil,
-                frame.offset != nil || frame.count != nil || frame.total != nil
-            {
-                batch.slice = PendingBatch.Slice(offset: frame.offset ?? 0, total: frame.total, items: items)
-            }
-            try childEnded(frame, id: nil)
-        case .undecided:
-            if frames[t].depth > 0 {
-                try recordRaw(.endObject, t)
-                frames[t].depth -= 1
-            } else {
-                try decide(t)
-                try endObject()
-            }
-        case .entity:
-            try entityEnded()
-        case .record:
-            tape.append(.endObject)
-            frames[t].depth -= 1
-            if frames[t].depth == 0 { try recordEnded() }
-        case .array:
-            break  // the parser never sends this
+        if frames[t].undecided { try decide(t, atEnd: true) }
+        if frames[t].kind == .entity { return try entityEnded() }
+        let frame = frames.removeLast()
+        if frame.records { tape.append(.endObject) }
+        if let items = frame.sliceItems, !frame.inEntity, frame.offset != nil || frame.count != nil || frame.total != nil {
+            offerSlice(PendingBatch.Slice(offset: frame.offset ?? 0, total: frame.total, items: items))
         }
+        try childEnded(frame, id: nil)
     }
 
     public func key(_ key: JSONBytes) throws {
         let t = frames.count - 1
         switch frames[t].kind {
-        case .container:
+        case .object:
+            if frames[t].records {
+                tape.append(.key, key.buffer)
+                if tape.storage.count > options.maxPendingObjectBytes { forceContainers() }
+            }
             frames[t].key = key.string
-        case .undecided:
-            try recordRaw(.key, t, key.buffer)
-            if frames[t].depth == 0 {
+            if frames[t].undecided {
                 frames[t].identityKey = identityKeys.firstIndex { key.buffer.elementsEqual($0) } ?? -1
             }
         case .entity:
-            frames[t].isVersion = versionKey.map { key.buffer.elementsEqual($0) } ?? false
-            if let idKey, key.buffer.elementsEqual(idKey) {
-                frames[t].field = -2
-            } else if let type = frames[t].draft?.type {
-                if let i = type.fieldIndex(key, hint: frames[t].lastField + 1) {
-                    frames[t].field = i
-                    frames[t].lastField = i
-                } else {
-                    frames[t].field = -1
-                    frames[t].key = key.string
-                }
-            } else {
-                frames[t].field = -3
-                frames[t].key = key.string
-            }
-        case .record:
-            tape.append(.key, key.buffer)
-            frames[t].key = key.string
+            entityKey(t, key.buffer)
         case .array:
             break
+        }
+    }
+
+    private func entityKey(_ t: Int, _ key: UnsafeRawBufferPointer) {
+        frames[t].isVersion = versionKey.map { key.elementsEqual($0) } ?? false
+        if let idKey, key.elementsEqual(idKey) {
+            frames[t].field = -2
+        } else if let type = frames[t].draft?.type {
+            if let i = type.fieldIndex(JSONBytes(unsafeBuffer: key), hint: frames[t].lastField + 1) {
+                frames[t].field = i
+                frames[t].lastField = i
+            } else {
+                frames[t].field = -1
+                frames[t].key = nil
+                unknownKey.removeAll(keepingCapacity: true)
+                unknownKey.append(contentsOf: key)
+            }
+        } else {
+            frames[t].field = -3
+            frames[t].key = String(decoding: key, as: UTF8.self)
         }
     }
 
@@ -320,77 +303,100 @@ public final class Ingestor: JSONEventHandler {
     private func scalar(_ kind: FieldToken.Kind, _ bytes: UnsafeRawBufferPointer) throws {
         guard let t = frames.indices.last else { return }
         switch frames[t].kind {
-        case .container:
-            guard kind == .number, !frames[t].nested, let key = frames[t].key else { return }
-            let value = Int(exactly: (try? JSONNumberText(unsafeBuffer: bytes).int64()) ?? -1)
-            switch key {
-            case "offset": frames[t].offset = value
-            case "count": frames[t].count = value
-            case "total": frames[t].total = value
-            default: break
+        case .object:
+            if frames[t].records { tape.append(kind, bytes) }
+            if kind == .number, !frames[t].inEntity, let key = frames[t].key {
+                let value = Int(exactly: (try? JSONNumberText(unsafeBuffer: bytes).int64()) ?? -1)
+                switch key {
+                case "offset": frames[t].offset = value
+                case "count": frames[t].count = value
+                case "total": frames[t].total = value
+                default: break
+                }
+            }
+            let k = frames[t].identityKey
+            if frames[t].undecided, k >= 0 {
+                frames[t].identityKey = -1
+                if kind == .string || kind == .number { try identityValue(t, k, bytes) }
             }
         case .array:
+            if frames[t].records { tape.append(kind, bytes) }
             let index = frames[t].index
             if frames[t].isSliceData { frames[t].sliceItems?.append((index, nil)) }
             frames[t].index = index + 1
-        case .undecided:
-            try recordRaw(kind, t, bytes)
-            let k = frames[t].identityKey
-            if frames[t].depth == 0, k >= 0 {
-                frames[t].identityKey = -1
-                if kind == .string || kind == .number {
-                    frames[t].idValues[identityKeyNames[k]] = String(decoding: bytes, as: UTF8.self)
-                    if frames[t].idValues.count == identityKeyNames.count { try decide(t) }
-                }
-            }
         case .entity:
-            if frames[t].failed { return }
-            if frames[t].isVersion, kind == .number {
-                frames[t].draft?.dataVersion = try? JSONNumberText(unsafeBuffer: bytes).double()
-            }
-            let field = frames[t].field
-            if field >= 0 || field == -3 {
-                try withScalarReader(kind, bytes) { (reader) throws(any Error) in try deliver(&reader, to: t) }
-            }
-        case .record:
-            tape.append(kind, bytes)
+            try entityScalar(t, kind, bytes)
         }
+    }
+
+    private func entityScalar(_ t: Int, _ kind: FieldToken.Kind, _ bytes: UnsafeRawBufferPointer) throws {
+        if frames[t].failed { return }
+        if frames[t].isVersion, kind == .number {
+            frames[t].draft?.dataVersion = try? JSONNumberText(unsafeBuffer: bytes).double()
+        }
+        let field = frames[t].field
+        if field >= 0 || field == -3 {
+            try withScalarReader(kind, bytes) { (reader) throws(any Error) in try deliver(&reader, to: t) }
+        }
+    }
+
+    private func identityValue(_ t: Int, _ k: Int, _ bytes: UnsafeRawBufferPointer) throws {
+        let value = String(decoding: bytes, as: UTF8.self)
+        if k == 0 {
+            frames[t].firstIDValue = value
+        } else {
+            if frames[t].otherIDValues.isEmpty {
+                frames[t].otherIDValues = Array(repeating: nil, count: identityKeyNames.count)
+            }
+            frames[t].otherIDValues[k] = value
+        }
+        let complete =
+            identityKeyNames.count == 1
+            || (frames[t].firstIDValue != nil && frames[t].otherIDValues.dropFirst().allSatisfy { $0 != nil })
+        if complete { try decide(t, atEnd: false) }
     }
 
     // MARK: Frames
 
-    private func pushUndecided(role: Role, nested: Bool, parentKey: String?) {
-        var frame = Frame(kind: .undecided, role: role, nested: nested, parentKey: parentKey)
+    private func pushObject(role: Role, nested: Bool, inEntity: Bool, records: Bool, parentKey: String?) {
+        var frame = Frame(
+            kind: .object, role: role, nested: nested, inEntity: inEntity, records: records, parentKey: parentKey)
+        frame.undecided =
+            mayIdentifyAll || options.resolver.mayIdentify(parentKey: parentKey, isNested: nested, endpoint: endpoint)
+        if frame.undecided { frame.records = true }
         frame.mark = tape.mark
+        if frame.records { tape.append(.beginObject) }
         frames.append(frame)
-    }
-
-    private func recordRaw(_ kind: FieldToken.Kind, _ t: Int, _ bytes: UnsafeRawBufferPointer? = nil) throws {
-        if let bytes { tape.append(kind, bytes) } else { tape.append(kind) }
-        if kind == .beginObject || kind == .beginArray { frames[t].scalarOnly = false }
-        if tape.byteCount(since: frames[t].mark) + 16 * (tape.tokens.count - frames[t].mark.tokens)
-            > options.maxPendingObjectBytes
-        {
-            try decide(t)
-        }
+        if frame.undecided, tape.storage.count > options.maxPendingObjectBytes { forceContainers() }
     }
 
     private func currentKey(_ frame: Frame) -> String? {
-        if frame.field >= 0, let type = frame.draft?.type { return type.fieldKeys[frame.field] }
+        if frame.kind == .entity {
+            if frame.field >= 0, let type = frame.draft?.type { return type.fieldKeys[frame.field] }
+            if frame.field == -1, frame.key == nil { return String(decoding: unknownKey, as: UTF8.self) }
+        }
         return frame.key
     }
 
-    /// Decides whether undecided frame `t` is an entity, converts it, and replays what it
-    /// recorded through the converted frame.
-    private func decide(_ t: Int) throws {
-        let frame = frames[t]
-        var draft: Draft?
-        if let identity = resolve(frame) {
-            if let type = store.registry.type(forPrefix: identity.prefix) {
+    /// The key a child of entity frame `t` sits under, kept on the frame for paths.
+    private func childKey(_ t: Int) -> String? {
+        let key = currentKey(frames[t])
+        if frames[t].field == -1 { frames[t].key = key }
+        return key
+    }
+
+    /// Decides whether undecided object `t` is an entity. An entity decodes the members it has
+    /// recorded and goes on as an entity; anything else goes on as a container.
+    private func decide(_ t: Int, atEnd: Bool) throws {
+        frames[t].undecided = false
+        frames[t].identityKey = -1
+        var draft: EntityBox?
+        if let identity = resolve(t) {
+            if let type = entityType(forPrefix: identity.prefix) {
                 draft = type.makeDraft(id: identity.id)
             } else {
                 switch options.unknownPrefix {
-                case .untyped: draft = UntypedDraft(id: identity.id, prefix: identity.prefix)
+                case .untyped: draft = UntypedBox(id: identity.id, prefix: identity.prefix)
                 case .ignore: draft = nil
                 case .fail:
                     throw IngestError(
@@ -400,68 +406,149 @@ public final class Ingestor: JSONEventHandler {
                 }
             }
         }
-        if let draft {
-            frames[t].kind = .entity
-            frames[t].draft = draft
-        } else if frame.role == .field || frame.role == .inRecord {
-            frames[t].kind = .record
-            frames[t].fieldRoot = frame.role == .field
-        } else {
-            frames[t].kind = .container
-        }
-        frames[t].depth = 0
-        frames[t].idValues = [:]
-        // Replay what was recorded since the object began.
-        let region = frame.mark
-        if frames[t].kind == .entity, frame.scalarOnly, tape.tokens.count - region.tokens == 2,
-            tape.tokens[region.tokens].kind == .key, prefixedIDs
-        {
-            // Only the id member so far: nothing to replay.
-            tape.truncate(to: region)
+        frames[t].firstIDValue = nil
+        frames[t].otherIDValues = []
+        guard let draft else {
+            // A container: it records only if its parent does (or it is a field's value).
+            let parentRecords = t > 0 && frames[t - 1].records && frames[t - 1].kind != .entity
+            if !parentRecords && frames[t].role != .field {
+                tape.truncate(to: frames[t].mark)
+                frames[t].records = false
+            }
+            // The entities found inside so far are not nested in an entity: hand them down.
+            let items = frames[t].provisionalItems
+            let slice = frames[t].provisionalSlice
+            frames[t].provisionalItems = []
+            frames[t].provisionalSlice = nil
+            for id in items { offerTaskItem(id, below: t) }
+            if let slice { offerSlice(slice, below: t) }
             return
         }
-        if frame.scalarOnly {
-            scratch.removeAll()
-            scratch.append(from: tape, since: region)
-            tape.truncate(to: region)
-            if frames[t].kind == .record { startRecordObject(t) }
-            try replay(scratch)
-        } else {
-            let copy = tape.copy(from: region)
-            tape.truncate(to: region)
-            if frames[t].kind == .record { startRecordObject(t) }
-            try replay(copy)
-        }
+        // Nested entities found so far were not top-level after all.
+        frames[t].provisionalItems = []
+        frames[t].provisionalSlice = nil
+        frames[t].kind = .entity
+        frames[t].draft = draft
+        frames[t].records = false
+        frames[t].key = nil
+        frames[t].offset = nil
+        frames[t].count = nil
+        frames[t].total = nil
+        frames[t].sliceItems = nil
+        let mark = frames[t].mark
+        try replayMembers(t, from: EventTape.Mark(tokens: mark.tokens + 1, bytes: mark.bytes))
+        tape.truncate(to: mark)
+        if !atEnd { frames[t].field = -1 }
     }
 
-    private func startRecordObject(_ t: Int) {
-        frames[t].mark = tape.mark
-        tape.append(.beginObject)
-        frames[t].depth = 1
-    }
-
-    private func replay(_ recorded: EventTape) throws {
-        try recorded.forEach { kind, bytes in
-            switch kind {
-            case .beginObject: try beginObject()
-            case .endObject: try endObject()
-            case .beginArray: try beginArray()
-            case .endArray: try endArray()
-            case .key: try key(JSONBytes(unsafeBuffer: bytes))
-            case .string, .number, .true, .false, .null, .reference: try scalar(kind, bytes)
+    /// Decodes the members recorded on the tape since `from` into entity frame `t`.
+    private func replayMembers(_ t: Int, from start: EventTape.Mark) throws {
+        var i = start.tokens
+        let end = tape.tokens.count
+        while i < end {
+            let token = tape.tokens[i]
+            guard token.kind == .key else { break }
+            tape.withBytes(of: token) { entityKey(t, $0) }
+            i += 1
+            guard i < end else { break }
+            let value = tape.tokens[i]
+            switch value.kind {
+            case .beginArray, .beginObject:
+                let close = tape.matchingEnd(of: i)
+                let field = frames[t].field
+                if field >= 0 || field == -3, !frames[t].failed, close < end {
+                    let range = EventTape.Mark(tokens: i, bytes: Int(value.start))
+                    let result: Result<Void, IngestError>
+                    do throws(FieldError) {
+                        try tape.withReader(from: range, to: close + 1) { (reader) throws(FieldError) in
+                            try decodeField(&reader, into: t)
+                        }
+                        result = .success(())
+                    } catch {
+                        result = fieldFailed(error, frame: t)
+                    }
+                    try result.get()
+                }
+                i = close + 1
+            default:
+                try tape.withBytes(of: value) { try entityScalar(t, value.kind, $0) }
+                i += 1
             }
         }
     }
 
-    private func resolve(_ frame: Frame) -> ResolvedIdentity? {
-        guard !frame.idValues.isEmpty else { return nil }
-        if prefixedIDs, let id = frame.idValues[identityKeyNames[0]] {
-            guard let prefix = EntityIDFormat.prefix(of: id) else { return nil }
+    private func resolve(_ t: Int) -> ResolvedIdentity? {
+        if prefixedIDs {
+            guard let id = frames[t].firstIDValue, let prefix = EntityIDFormat.prefix(of: id) else { return nil }
             return ResolvedIdentity(id: id, prefix: prefix)
         }
+        var values: [String: String] = [:]
+        if let first = frames[t].firstIDValue { values[identityKeyNames[0]] = first }
+        for (k, value) in frames[t].otherIDValues.enumerated() where k > 0 {
+            if let value { values[identityKeyNames[k]] = value }
+        }
+        guard !values.isEmpty else { return nil }
         let candidate = IdentityCandidate(
-            values: frame.idValues, parentKey: frame.parentKey, isNested: frame.nested, endpoint: endpoint)
+            values: values, parentKey: frames[t].parentKey, isNested: frames[t].nested, endpoint: endpoint)
         return options.resolver.resolve(candidate)
+    }
+
+    /// The registered type for `prefix`, with the last lookup remembered (runs of one type are
+    /// common).
+    private func entityType(forPrefix prefix: String) -> EntityType? {
+        if let cached = lastType, cached.prefix == prefix { return cached }
+        let type = registry.type(forPrefix: prefix)
+        lastType = type
+        return type
+    }
+
+    /// The tape is over budget: the outermost object still waiting for its identity, and every
+    /// recording frame above it, are read as containers from here on.
+    private func forceContainers() {
+        guard let first = frames.firstIndex(where: { $0.undecided && $0.kind == .object }) else { return }
+        // A recording parent (a field value) or an entity above would lose its tape: wait.
+        if first > 0, frames[first - 1].records { return }
+        if frames[first...].contains(where: { $0.kind == .entity }) { return }
+        tape.truncate(to: frames[first].mark)
+        var items: [String] = []
+        var slice: PendingBatch.Slice?
+        for i in first..<frames.count {
+            frames[i].undecided = false
+            frames[i].records = false
+            frames[i].identityKey = -1
+            items += frames[i].provisionalItems
+            if slice == nil { slice = frames[i].provisionalSlice }
+            frames[i].provisionalItems = []
+            frames[i].provisionalSlice = nil
+        }
+        // They are containers now, so their nested candidates are top-level.
+        for id in items { offerTaskItem(id, below: first) }
+        if let slice { offerSlice(slice, below: first) }
+    }
+
+    /// A top-level candidate: to the nearest undecided object below `limit`, or the batch.
+    private func offerTaskItem(_ id: String, below limit: Int? = nil) {
+        var i = (limit ?? frames.count) - 1
+        while i >= 0 {
+            if frames[i].undecided && frames[i].kind == .object {
+                frames[i].provisionalItems.append(id)
+                return
+            }
+            i -= 1
+        }
+        batch.addTaskItem(id)
+    }
+
+    private func offerSlice(_ slice: PendingBatch.Slice, below limit: Int? = nil) {
+        var i = (limit ?? frames.count) - 1
+        while i >= 0 {
+            if frames[i].undecided && frames[i].kind == .object {
+                if frames[i].provisionalSlice == nil { frames[i].provisionalSlice = slice }
+                return
+            }
+            i -= 1
+        }
+        if batch.slice == nil { batch.slice = slice }
     }
 
     /// An entity's object ended: hand its draft to the batch and its id to the parent.
@@ -476,18 +563,15 @@ public final class Ingestor: JSONEventHandler {
                 _ = batch.add(draft) { store.currentVersion(of: draft.id) }
             }
         }
-        if listed, !frame.nested { batch.addTaskItem(draft.id) }
+        if listed, !frame.inEntity { offerTaskItem(draft.id) }
         try childEnded(frame, id: draft.id, listed: listed)
     }
 
     /// A child frame ended; `id` is set when it was an entity.
     private func childEnded(_ frame: Frame, id: String?, listed: Bool = true) throws {
         guard let p = frames.indices.last else { return }
+        if frames[p].records, let id, frames[p].kind != .entity { tape.append(.reference, id) }
         switch frame.role {
-        case .top:
-            break
-        case .inRecord:
-            if let id { tape.append(.reference, id) }
         case .member:
             if frames[p].kind == .array { frames[p].index += 1 }
         case .sliceElement:
@@ -495,6 +579,7 @@ public final class Ingestor: JSONEventHandler {
             frames[p].sliceItems?.append((index, listed ? id : nil))
             frames[p].index = index + 1
         case .field:
+            guard frames[p].kind == .entity else { break }
             if let id {
                 var id = id
                 try id.withUTF8 { utf8 in
@@ -502,18 +587,20 @@ public final class Ingestor: JSONEventHandler {
                         try deliver(&reader, to: p)
                     }
                 }
+            } else {
+                try fieldValueEnded(frame, entity: p)
             }
         }
+        if tape.storage.count > options.maxPendingObjectBytes, frames[p].kind != .entity { forceContainers() }
     }
 
-    /// A recorded value is complete: a field root goes to its entity; a nested object stays.
-    private func recordEnded() throws {
-        let frame = frames.removeLast()
-        guard frame.fieldRoot else { return try childEnded(frame, id: nil) }
-        let p = frames.count - 1
+    /// A recorded field value is complete: decode it into its entity and drop it from the tape.
+    private func fieldValueEnded(_ frame: Frame, entity p: Int) throws {
         let result: Result<Void, IngestError>
         do throws(FieldError) {
-            try tape.withReader(from: frame.mark) { (reader) throws(FieldError) in try decodeField(&reader, into: p) }
+            try tape.withReader(from: frame.mark, to: tape.tokens.count) { (reader) throws(FieldError) in
+                try decodeField(&reader, into: p)
+            }
             result = .success(())
         } catch {
             result = fieldFailed(error, frame: p)
@@ -567,16 +654,5 @@ public final class Ingestor: JSONEventHandler {
             }
         }
         return path
-    }
-}
-
-extension EventTape {
-    /// Appends the tokens of `other` since `mark`, rebased.
-    mutating func append(from other: EventTape, since mark: Mark) {
-        other.storage.withUnsafeBytes { s in
-            for t in other.tokens[mark.tokens...] {
-                append(t.kind, UnsafeRawBufferPointer(rebasing: s[Int(t.start)..<Int(t.start) + Int(t.length)]))
-            }
-        }
     }
 }

@@ -2,11 +2,9 @@
 /// once or not at all.
 struct PendingBatch {
     /// One draft per id, the drafts of later objects folded in.
-    var drafts: [String: Draft] = [:]
-    /// Ids in the order their first object ended.
-    var order: [String] = []
-    /// The data version each id had in the store when the response first mentioned it.
-    var baseVersions: [String: Double?] = [:]
+    var drafts: [String: EntityBox] = [:]
+    /// The drafts in the order their first object ended.
+    var order: [EntityBox] = []
     /// Top-level entities, in document order, each once.
     var taskItems: [String] = []
     var taskItemSet: Set<String> = []
@@ -24,22 +22,22 @@ struct PendingBatch {
     }
 
     /// Adds a completed draft. Returns false when its data version is not newer than the one
-    /// it would replace, and it is skipped.
-    mutating func add(_ draft: Draft, storeVersion: () -> Double?) -> Bool {
+    /// it would replace (the pending one, or the store's), and it is skipped.
+    mutating func add(_ draft: EntityBox, storeVersion: () -> Double?) -> Bool {
         if let existing = drafts[draft.id] {
-            if let incoming = draft.dataVersion, let current = existing.dataVersion ?? baseVersions[draft.id] ?? nil,
-                incoming <= current
+            if let incoming = draft.dataVersion,
+                let current = existing.dataVersion ?? existing.storedVersion(storeVersion), incoming <= current
             {
                 return false
             }
             existing.absorb(draft)
             return true
         }
-        let base = storeVersion()
-        baseVersions[draft.id] = base
-        if let incoming = draft.dataVersion, let base, incoming <= base { return false }
+        if let incoming = draft.dataVersion, let stored = draft.storedVersion(storeVersion), incoming <= stored {
+            return false
+        }
         drafts[draft.id] = draft
-        order.append(draft.id)
+        order.append(draft)
         return true
     }
 }

@@ -1,6 +1,8 @@
 import FlatlandJSON
 
 /// One record of the store: an entity (typed or untyped) and what is known about it.
+///
+/// A record is a value: it does not change when the store does.
 public struct EntityRecord: Sendable {
     /// The entity itself.
     public enum Payload: Sendable {
@@ -11,50 +13,27 @@ public struct EntityRecord: Sendable {
         case untyped(JSONObject)
     }
 
-    /// The full id, `<prefix>-<rest>`.
-    public let id: String
-    /// The type prefix.
-    public let prefix: String
-    /// The entity.
-    public internal(set) var payload: Payload
-    /// Which declared fields (by index) a typed record has received so far.
-    var present: FieldSet
-    /// The data version of the last applied update, if the type or the ingest has a version key.
-    public internal(set) var dataVersion: Double?
-    /// The schema version the record was written under.
-    public internal(set) var classVersion: Int
+    let box: EntityBox
 
-    init(id: String, prefix: String, payload: Payload, present: FieldSet, dataVersion: Double?, classVersion: Int) {
-        self.id = id
-        self.prefix = prefix
-        self.payload = payload
-        self.present = present
-        self.dataVersion = dataVersion
-        self.classVersion = classVersion
-    }
+    init(_ box: EntityBox) { self.box = box }
+
+    /// The full id, `<prefix>-<rest>`.
+    public var id: String { box.id }
+    /// The type prefix.
+    public var prefix: String { box.prefix }
+    /// The entity.
+    public var payload: Payload { box.payload }
+    /// The data version of the last applied update, if the type or the ingest has a version key.
+    public var dataVersion: Double? { box.dataVersion }
+    /// The schema version the record was written under.
+    public var classVersion: Int { box.classVersion }
 
     /// The typed entity, if this record holds an `E`.
-    public func entity<E: Entity>(as type: E.Type = E.self) -> E? {
-        if case .typed(let value) = payload { return value as? E }
-        return nil
-    }
+    public func entity<E: Entity>(as type: E.Type = E.self) -> E? { (box as? TypedBox<E>)?.value }
 
     /// The JSON keys of the fields received so far (not the id), in declaration order for typed
     /// records and arrival order for untyped ones.
-    public var presentFields: [String] {
-        switch payload {
-        case .typed(let value):
-            let keys = fieldKeys(of: value)
-            return present.indexes.map { keys[$0] }
-        case .untyped(let object):
-            return object.keys
-        }
-    }
-
-    private func fieldKeys(of value: any Entity) -> [String] {
-        func keys<E: Entity>(_ v: E) -> [String] { E.fields.map(\.key) }
-        return keys(value)
-    }
+    public var presentFields: [String] { box.presentKeys }
 
     /// The fields of `desired` that this record lacks, plus `"uuid"` whenever any are missing,
     /// so a screen can ask the server for exactly those (`?fields=`).
@@ -64,31 +43,20 @@ public struct EntityRecord: Sendable {
         return missing.isEmpty ? [] : ["uuid"] + missing
     }
 
-    /// The present fields as JSON (nested entities as their ids for typed records, as
+    /// The present fields as a JSON object (nested entities as their ids for typed records, as
     /// `{"$ref": id}` for untyped ones).
     public var fields: JSONObject {
-        switch payload {
-        case .untyped(let object):
-            return object
-        case .typed(let value):
-            var writer = JSONWriter()
-            writer.beginObject()
-            encodeFields(value, mask: present, to: &writer)
-            writer.endObject()
-            guard case .object(let object) = try? JSONValue(parsing: writer.bytes) else { return JSONObject() }
-            return object
-        }
+        if let untyped = box as? UntypedBox { return untyped.fields }
+        var writer = JSONWriter()
+        writer.beginObject()
+        box.writeFields(to: &writer)
+        writer.endObject()
+        guard case .object(let object) = try? JSONValue(parsing: writer.bytes) else { return JSONObject() }
+        return object
     }
 
-    func encodeFields(_ value: any Entity, mask: FieldSet, to writer: inout JSONWriter) {
-        func encode<E: Entity>(_ v: E) {
-            for (i, field) in E.fields.enumerated() where mask.contains(i) {
-                writer.key(field.key)
-                field.encode(v, &writer)
-            }
-        }
-        encode(value)
-    }
+    /// Writes the present fields as members of an object the caller has begun.
+    public func writeFields(to writer: inout JSONWriter) { box.writeFields(to: &writer) }
 }
 
 extension Entity {

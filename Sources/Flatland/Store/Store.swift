@@ -55,12 +55,12 @@ public final class Store: StoreReader, @unchecked Sendable {
         guard let type = registry.type(forPrefix: E.prefix) as? TypedEntityType<E> else {
             throw RegistryError("\(E.self) is not registered with this store")
         }
-        let draft = TypedDraft<E>(id: entity.id.rawValue, type: type)
-        draft.value = entity
-        for i in type.fields.indices { draft.present.insert(i) }
+        var present = FieldSet()
+        for i in type.fields.indices { present.insert(i) }
+        let box = TypedBox(value: entity, present: present, dataVersion: nil, type: type)
         var batch = PendingBatch()
-        batch.drafts[draft.id] = draft
-        batch.order.append(draft.id)
+        batch.drafts[box.id] = box
+        batch.order.append(box)
         return try apply(batch, taskID: nil, endpoint: nil).changes
     }
 
@@ -71,10 +71,7 @@ public final class Store: StoreReader, @unchecked Sendable {
         try lock.withLock { () throws -> Void in
             let present = ids.filter { contents.records[$0] != nil }
             try persistence?.write(PersistedBatch(records: [], removed: present, collections: []))
-            for id in present {
-                let type = contents.records[id].flatMap { registry.type(forPrefix: $0.prefix) }
-                contents.remove(id, type: type)
-            }
+            for id in present { contents.remove(id) }
             changes.removed = present
         }
         notify(changes)
@@ -122,10 +119,10 @@ public final class Store: StoreReader, @unchecked Sendable {
     /// Applies a batch atomically: every record and collection, or (if persistence fails) none.
     func apply(_ batch: PendingBatch, taskID: String?, endpoint: String?) throws -> IngestResult {
         if let before = hooks.beforeStore {
-            for id in batch.order { before(IncomingEntity(draft: batch.drafts[id]!)) }
+            for draft in batch.order { before(IncomingEntity(draft: draft)) }
         }
         var changes = ChangeSet()
-        var written: [(record: EntityRecord, type: EntityType?)] = []
+        var written: [(box: EntityBox, old: EntityBox?)] = []
         var collections: [EntityCollection] = []
         var endpointCollection: EntityCollection?
         let taskCollection = EntityCollection(
@@ -134,28 +131,20 @@ public final class Store: StoreReader, @unchecked Sendable {
 
         try lock.withLock { () throws -> Void in
             // Work out every new record first, without touching the contents...
-            for id in batch.order {
-                let draft = batch.drafts[id]!
-                let type = registry.type(forPrefix: draft.prefix)
-                if var record = contents.records[id] {
-                    if let incoming = draft.dataVersion, let stored = record.dataVersion, incoming <= stored {
-                        continue
-                    }
-                    let changed =
-                        type.map { $0.merge(draft, into: &record) }
-                        ?? mergeUntyped(draft as! UntypedDraft, into: &record)
-                    if !changed.isEmpty {
-                        changes.updated.append(ChangeSet.Update(id: id, fields: changed))
-                        written.append((record, type))
-                    }
-                } else {
-                    let record =
-                        type?.newRecord(from: draft)
-                        ?? EntityRecord(
-                            id: id, prefix: draft.prefix, payload: .untyped((draft as! UntypedDraft).fields),
-                            present: FieldSet(), dataVersion: draft.dataVersion, classVersion: 1)
-                    changes.inserted.append(id)
-                    written.append((record, type))
+            written.reserveCapacity(batch.order.count)
+            changes.inserted.reserveCapacity(batch.order.count)
+            for draft in batch.order {
+                guard let old = contents.records[draft.id] else {
+                    // A new record: the draft itself becomes the stored box.
+                    changes.inserted.append(draft.id)
+                    written.append((draft, nil))
+                    continue
+                }
+                if let incoming = draft.dataVersion, let stored = old.dataVersion, incoming <= stored { continue }
+                let (box, changed) = old.merged(with: draft)
+                if !changed.isEmpty {
+                    changes.updated.append(ChangeSet.Update(id: draft.id, fields: changed))
+                    written.append((box, old))
                 }
             }
             collections.append(taskCollection)
@@ -166,13 +155,13 @@ public final class Store: StoreReader, @unchecked Sendable {
             }
             // ...write them through (all or nothing)...
             try persistence?.write(
-                PersistedBatch(records: written.map(\.record), removed: [], collections: collections))
+                PersistedBatch(records: written.map { EntityRecord($0.box) }, removed: [], collections: collections))
             // ...then apply them in place.
-            for entry in written { contents.put(entry.record, type: entry.type) }
+            for entry in written { contents.put(entry.box, replacing: entry.old) }
             for collection in collections { contents.putCollection(collection) }
         }
         notify(changes)
-        if let after = hooks.afterStore { for entry in written { after(entry.record) } }
+        if let after = hooks.afterStore { for entry in written { after(EntityRecord(entry.box)) } }
         return IngestResult(
             taskCollection: taskCollection, endpointCollection: endpointCollection, changes: changes, skipped: [],
             bytes: 0)
@@ -200,18 +189,6 @@ public final class Store: StoreReader, @unchecked Sendable {
         }
         if let total = slice.total { collection.total = total }
         return collection
-    }
-
-    private func mergeUntyped(_ draft: UntypedDraft, into record: inout EntityRecord) -> [String] {
-        guard case .untyped(var fields) = record.payload else { return [] }
-        var changed: [String] = []
-        for member in draft.fields.members where fields[member.key] != member.value {
-            fields[member.key] = member.value
-            changed.append(member.key)
-        }
-        if let v = draft.dataVersion { record.dataVersion = v }
-        record.payload = .untyped(fields)
-        return changed
     }
 
     // MARK: Observation

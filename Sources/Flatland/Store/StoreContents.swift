@@ -1,39 +1,37 @@
 /// Everything a store holds at one moment. A value: a snapshot is a copy of it.
 public struct StoreContents: Sendable {
-    var records: [String: EntityRecord] = [:]
+    var records: [String: EntityBox] = [:]
     var idsByPrefix: [String: Set<String>] = [:]
     /// `prefix.index` → value → ids.
-    var indexes: [String: [IndexValue: Set<String>]] = [:]
+    var indexes: [String: [IndexValue: IDSet]] = [:]
     var collections: [String: EntityCollection] = [:]
     var collectionIDByDisplay: [String: String] = [:]
     /// Collection ids in the order they were created.
     var collectionOrder: [String] = []
 
-    mutating func insertIndexes(_ record: EntityRecord, type: EntityType?) {
-        guard let type, case .typed(let value) = record.payload else { return }
-        for entry in type.indexValues(value) {
-            indexes["\(record.prefix).\(entry.name)", default: [:]][entry.value, default: []].insert(record.id)
-        }
+    mutating func insertIndexes(_ box: EntityBox, type: EntityType) {
+        for entry in type.indexEntries(box) { indexes[entry.key, default: [:]][entry.value, default: IDSet()].insert(box.id) }
     }
 
-    mutating func removeIndexes(_ record: EntityRecord, type: EntityType?) {
-        guard let type, case .typed(let value) = record.payload else { return }
-        for entry in type.indexValues(value) {
-            indexes["\(record.prefix).\(entry.name)"]?[entry.value]?.remove(record.id)
-        }
+    mutating func removeIndexes(_ box: EntityBox, type: EntityType) {
+        for entry in type.indexEntries(box) { indexes[entry.key]?[entry.value]?.remove(box.id) }
     }
 
-    mutating func put(_ record: EntityRecord, type: EntityType?) {
-        if let old = records[record.id] { removeIndexes(old, type: type) }
-        records[record.id] = record
-        idsByPrefix[record.prefix, default: []].insert(record.id)
-        insertIndexes(record, type: type)
+    /// Stores `box`, which replaces `old` (nil for a new id; the caller has already put it in
+    /// `records` when `alreadyStored`).
+    mutating func put(_ box: EntityBox, replacing old: EntityBox?, alreadyStored: Bool = false) {
+        if !alreadyStored { records[box.id] = box }
+        if old == nil { idsByPrefix[box.prefix, default: []].insert(box.id) }
+        if let type = box.type, type.hasIndexes {
+            if let old { removeIndexes(old, type: type) }
+            insertIndexes(box, type: type)
+        }
     }
 
     @discardableResult
-    mutating func remove(_ id: String, type: EntityType?) -> Bool {
+    mutating func remove(_ id: String) -> Bool {
         guard let old = records.removeValue(forKey: id) else { return false }
-        removeIndexes(old, type: type)
+        if let type = old.type, type.hasIndexes { removeIndexes(old, type: type) }
         idsByPrefix[old.prefix]?.remove(id)
         return true
     }
@@ -44,6 +42,32 @@ public struct StoreContents: Sendable {
     }
 }
 
+/// The ids under one index value: most values (an email) have one id, so it is kept inline.
+struct IDSet: Sendable {
+    private var single: String?
+    private var many: Set<String>?
+
+    init() {}
+
+    mutating func insert(_ id: String) {
+        if many != nil {
+            many!.insert(id)
+        } else if let single, single != id {
+            many = [single, id]
+            self.single = nil
+        } else {
+            single = id
+        }
+    }
+
+    mutating func remove(_ id: String) {
+        if single == id { single = nil }
+        many?.remove(id)
+    }
+
+    var ids: [String] { many.map { Array($0) } ?? single.map { [$0] } ?? [] }
+}
+
 /// The read API shared by a live ``Store`` and a ``StoreSnapshot``.
 public protocol StoreReader {
     /// Calls `body` with a consistent view of the contents.
@@ -52,11 +76,11 @@ public protocol StoreReader {
 
 extension StoreReader {
     /// The record with this id, typed or untyped.
-    public func record(id: String) -> EntityRecord? { withContents { $0.records[id] } }
+    public func record(id: String) -> EntityRecord? { withContents { $0.records[id].map(EntityRecord.init) } }
 
     /// The entity with this id.
     public func entity<E: Entity>(_ id: EntityID<E>) -> E? {
-        withContents { $0.records[id.rawValue]?.entity(as: E.self) }
+        withContents { ($0.records[id.rawValue] as? TypedBox<E>)?.value }
     }
 
     /// The record of the entity with this id (present fields, versions).
@@ -71,7 +95,7 @@ extension StoreReader {
     /// Every entity of a type, sorted by id (from the index by type, not a scan).
     public func all<E: Entity>(_ type: E.Type) -> [E] {
         withContents { c in
-            (c.idsByPrefix[E.prefix] ?? []).sorted().compactMap { c.records[$0]?.entity(as: E.self) }
+            (c.idsByPrefix[E.prefix] ?? []).sorted().compactMap { (c.records[$0] as? TypedBox<E>)?.value }
         }
     }
 
@@ -99,8 +123,8 @@ extension StoreReader {
             preconditionFailure("\(E.self) declares no index on \(keyPath)")
         }
         return withContents { c in
-            (c.indexes["\(E.prefix).\(name)"]?[IndexValue(value)] ?? []).sorted().compactMap {
-                c.records[$0]?.entity(as: E.self)
+            (c.indexes["\(E.prefix).\(name)"]?[IndexValue(value)]?.ids ?? []).sorted().compactMap {
+                (c.records[$0] as? TypedBox<E>)?.value
             }
         }
     }

@@ -2,7 +2,7 @@ import FlatlandJSON
 
 /// An entity as a response delivered it, before it reaches the store.
 public struct IncomingEntity {
-    let draft: Draft
+    let draft: EntityBox
 
     /// The full id.
     public var id: String { draft.id }
@@ -14,10 +14,10 @@ public struct IncomingEntity {
     public var dataVersion: Double? { draft.dataVersion }
 
     /// The incoming value, if it is an `E` (fields it did not carry are at their defaults).
-    public func entity<E: Entity>(as type: E.Type = E.self) -> E? { (draft as? TypedDraft<E>)?.value }
+    public func entity<E: Entity>(as type: E.Type = E.self) -> E? { (draft as? TypedBox<E>)?.value }
 
     /// The incoming fields of an untyped entity.
-    public var untypedFields: JSONObject? { (draft as? UntypedDraft)?.fields }
+    public var untypedFields: JSONObject? { (draft as? UntypedBox)?.fields }
 }
 
 /// Code the store runs around every write.

@@ -150,8 +150,8 @@ enum Bench {
         try Self.parse(w)
         if let i = w.ingest {
             entities = try Self.ingest(w, i)
-            let decoded = try i.jsonDecoder(w.data)
-            _ = try i.jsonSerialization(w.data)
+            let decoded = wanted("jsondecoder") ? try i.jsonDecoder(w.data) : entities!
+            if wanted("jsonserialization") { _ = try i.jsonSerialization(w.data) }
             if decoded != entities {
                 FileHandleOutput.standardError.write(
                     "note: \(w.name): Flatland stored \(entities!) entities, the Codable model \(decoded)\n")
