@@ -181,8 +181,7 @@ public final class Ingestor: JSONEventHandler {
                 role: frames[t].isSliceData ? .sliceElement : .member, nested: frames[t].nested,
                 parentKey: frames[t].parentKey)
         case .undecided:
-            try recordRaw(.beginObject, t)
-            frames[t].depth += 1
+            if try recordRaw(.beginObject, t) { frames[t].depth += 1 }
         case .entity:
             let isField = frames[t].field >= 0 || frames[t].field == -3
             pushUndecided(role: isField ? .field : .member, nested: true, parentKey: currentKey(frames[t]))
@@ -208,8 +207,7 @@ public final class Ingestor: JSONEventHandler {
                     kind: .array, role: frames[t].isSliceData ? .sliceElement : .member, nested: frames[t].nested,
                     parentKey: frames[t].parentKey))
         case .undecided:
-            try recordRaw(.beginArray, t)
-            frames[t].depth += 1
+            if try recordRaw(.beginArray, t) { frames[t].depth += 1 }
         case .entity:
             if frames[t].field >= 0 || frames[t].field == -3 {
                 var frame = Frame(kind: .record, role: .field, nested: true, parentKey: currentKey(frames[t]))
@@ -235,8 +233,7 @@ public final class Ingestor: JSONEventHandler {
             if frame.isSliceData, let c = frames.indices.last { frames[c].sliceItems = frame.sliceItems }
             try childEnded(frame, id: nil)
         case .undecided:
-            try recordRaw(.endArray, t)
-            frames[t].depth -= 1
+            if try recordRaw(.endArray, t) { frames[t].depth -= 1 }
         case .record:
             tape.append(.endArray)
             frames[t].depth -= 1
@@ -259,8 +256,7 @@ public final class Ingestor: JSONEventHandler {
             try childEnded(frame, id: nil)
         case .undecided:
             if frames[t].depth > 0 {
-                try recordRaw(.endObject, t)
-                frames[t].depth -= 1
+                if try recordRaw(.endObject, t) { frames[t].depth -= 1 }
             } else {
                 try decide(t)
                 try endObject()
@@ -282,12 +278,18 @@ public final class Ingestor: JSONEventHandler {
         case .container:
             frames[t].key = key.string
         case .undecided:
-            try recordRaw(.key, t, key.buffer)
+            // Keys are not checked against the limit: an identity key must get to see its value.
+            recordToken(.key, t, key.buffer)
             if frames[t].depth == 0 {
                 frames[t].identityKey = identityKeys.firstIndex { key.buffer.elementsEqual($0) } ?? -1
             }
         case .entity:
-            frames[t].isVersion = versionKey.map { key.buffer.elementsEqual($0) } ?? false
+            // The type's own version key wins over the one in the options.
+            if let own = frames[t].draft?.type?.dataVersionKeyBytes {
+                frames[t].isVersion = key.buffer.elementsEqual(own)
+            } else {
+                frames[t].isVersion = versionKey.map { key.buffer.elementsEqual($0) } ?? false
+            }
             if let idKey, key.buffer.elementsEqual(idKey) {
                 frames[t].field = -2
             } else if let type = frames[t].draft?.type {
@@ -334,15 +336,18 @@ public final class Ingestor: JSONEventHandler {
             if frames[t].isSliceData { frames[t].sliceItems?.append((index, nil)) }
             frames[t].index = index + 1
         case .undecided:
-            try recordRaw(kind, t, bytes)
+            recordToken(kind, t, bytes)
             let k = frames[t].identityKey
             if frames[t].depth == 0, k >= 0 {
                 frames[t].identityKey = -1
                 if kind == .string || kind == .number {
                     frames[t].idValues[identityKeyNames[k]] = String(decoding: bytes, as: UTF8.self)
-                    if frames[t].idValues.count == identityKeyNames.count { try decide(t) }
+                    if frames[t].idValues.count == identityKeyNames.count { return try decide(t) }
                 }
             }
+            // The identity is judged before the limit, so an object whose identity comes first
+            // is an entity whatever the limit.
+            _ = try withinLimit(t)
         case .entity:
             if frames[t].failed { return }
             if frames[t].isVersion, kind == .number {
@@ -365,14 +370,30 @@ public final class Ingestor: JSONEventHandler {
         frames.append(frame)
     }
 
-    private func recordRaw(_ kind: FieldToken.Kind, _ t: Int, _ bytes: UnsafeRawBufferPointer? = nil) throws {
+    /// Records an event of undecided frame `t`. Returns false when that pushed the frame past
+    /// ``IngestOptions/maxPendingObjectBytes``: it is then decided, and the event has already
+    /// been replayed through the converted frame, so the caller must not touch the frame again.
+    private func recordRaw(_ kind: FieldToken.Kind, _ t: Int, _ bytes: UnsafeRawBufferPointer? = nil) throws -> Bool {
+        recordToken(kind, t, bytes)
+        return try withinLimit(t)
+    }
+
+    @inline(__always)
+    private func recordToken(_ kind: FieldToken.Kind, _ t: Int, _ bytes: UnsafeRawBufferPointer? = nil) {
         if let bytes { tape.append(kind, bytes) } else { tape.append(kind) }
         if kind == .beginObject || kind == .beginArray { frames[t].scalarOnly = false }
+    }
+
+    /// Whether undecided frame `t` is still within ``IngestOptions/maxPendingObjectBytes``; past
+    /// it, the frame is decided (and what it recorded replayed) and this returns false.
+    private func withinLimit(_ t: Int) throws -> Bool {
         if tape.byteCount(since: frames[t].mark) + 16 * (tape.tokens.count - frames[t].mark.tokens)
             > options.maxPendingObjectBytes
         {
             try decide(t)
+            return false
         }
+        return true
     }
 
     private func currentKey(_ frame: Frame) -> String? {
@@ -410,6 +431,7 @@ public final class Ingestor: JSONEventHandler {
             frames[t].kind = .container
         }
         frames[t].depth = 0
+        frames[t].identityKey = -1
         frames[t].idValues = [:]
         // Replay what was recorded since the object began.
         let region = frame.mark
