@@ -92,6 +92,35 @@ public final class Store: StoreReader, @unchecked Sendable {
         lock.withLock { contents = StoreContents() }
     }
 
+    /// Puts back a record read from persistence, as it was written: its fields as JSON (as
+    /// ``EntityRecord/fields`` gives them), the class version it was written under and its data
+    /// version. A typed record written under an older class version is first upgraded by its
+    /// type's ``Entity/migrate(_:from:)``; a prefix with no registered type gives an untyped
+    /// record. Restoring replaces any record with that id, and does not write to persistence,
+    /// run hooks or notify observers: it is how a persistence layer loads what it stored.
+    ///
+    /// - Throws: the migration's error, or ``FieldError`` when a stored field cannot be decoded;
+    ///   the store is then unchanged.
+    @discardableResult
+    public func restore(
+        id: String, prefix: String, fields: JSONObject, classVersion: Int, dataVersion: Double?
+    ) throws -> EntityRecord {
+        let type = registry.type(forPrefix: prefix)
+        let record: EntityRecord
+        if let type {
+            let (value, present) = try type.decodeRecord(id: id, fields: fields, classVersion: classVersion)
+            record = EntityRecord(
+                id: id, prefix: prefix, payload: .typed(value), present: present, dataVersion: dataVersion,
+                classVersion: type.classVersion)
+        } else {
+            record = EntityRecord(
+                id: id, prefix: prefix, payload: .untyped(fields), present: FieldSet(), dataVersion: dataVersion,
+                classVersion: classVersion)
+        }
+        lock.withLock { contents.put(record, type: type) }
+        return record
+    }
+
     // MARK: Ingesting
 
     /// Reads a whole response and applies it as one batch.
@@ -141,11 +170,16 @@ public final class Store: StoreReader, @unchecked Sendable {
                     if let incoming = draft.dataVersion, let stored = record.dataVersion, incoming <= stored {
                         continue
                     }
+                    let versionBefore = record.dataVersion
                     let changed =
                         type.map { $0.merge(draft, into: &record) }
                         ?? mergeUntyped(draft as! UntypedDraft, into: &record)
                     if !changed.isEmpty {
                         changes.updated.append(ChangeSet.Update(id: id, fields: changed))
+                        written.append((record, type))
+                    } else if record.dataVersion != versionBefore {
+                        // Same fields at a newer version: keep the version, or a later response
+                        // at the old version would be applied over it.
                         written.append((record, type))
                     }
                 } else {
