@@ -33,6 +33,10 @@ struct EndpointTests {
         ("/users?a=1&offset", "/users?a=1"),
         ("/users?q=50%", "/users?q=50%25"),
         ("/users?q=%zz", "/users?q=%25zz"),
+        ("/search?q=a+b", "/search?q=a+b"),
+        ("/search?q=a%2Bb", "/search?q=a%2Bb"),
+        ("/search?q=a%2bb", "/search?q=a%2Bb"),
+        ("/search?q=%24x&%24top=3", "/search?q=$x"),
     ]
 
     @Test(arguments: cases)
@@ -52,6 +56,11 @@ struct EndpointTests {
     ])
     func customIgnoredParameters(input: String, expected: String) {
         #expect(Endpoint.nonFielded(input, ignoring: ["page"]) == expected)
+    }
+
+    /// In a form-encoded query `+` is a space and `%2B` a plus sign: different requests.
+    @Test func anEncodedPlusIsNotALiteralPlus() {
+        #expect(Endpoint.nonFielded("/search?q=a%2Bb") != Endpoint.nonFielded("/search?q=a+b"))
     }
 
     @Test func ingestUsesTheOptionsIgnoredList() throws {
