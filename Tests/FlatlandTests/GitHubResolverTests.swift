@@ -5,53 +5,53 @@ import Testing
 
 /// GitHub's events API, declared as an SDK would: ids are numbers or numeric strings, the type
 /// comes from the `type` member or from the key an object sits under.
-struct GitHubEvent: Entity, Equatable {
+struct GHEvent: Entity, Equatable {
     static let prefix = "ev"
-    var id: EntityID<GitHubEvent>
+    var id: EntityID<GHEvent>
     var eventID = ""
     var type = ""
-    var actor: EntityID<GitHubUser>? = nil
-    var repo: EntityID<GitHubRepo>? = nil
-    var org: EntityID<GitHubOrg>? = nil
+    var actor: EntityID<GHUser>? = nil
+    var repo: EntityID<GHRepo>? = nil
+    var org: EntityID<GHOrg>? = nil
     var payload: JSONValue = .null
     var isPublic = false
     var createdAt: Date? = nil
-    init(id: EntityID<GitHubEvent>) { self.id = id }
-    static let fields: [Field<GitHubEvent>] = [
+    init(id: EntityID<GHEvent>) { self.id = id }
+    static let fields: [Field<GHEvent>] = [
         Field("id", \.eventID), Field("type", \.type), Field("actor", \.actor), Field("repo", \.repo),
         Field("org", \.org), Field("payload", \.payload), Field("public", \.isPublic),
         Field("created_at", \.createdAt),
     ]
 }
 
-struct GitHubUser: Entity, Equatable {
+struct GHUser: Entity, Equatable {
     static let prefix = "gu"
-    var id: EntityID<GitHubUser>
+    var id: EntityID<GHUser>
     var number = 0
     var login = ""
     var avatarURL: URL? = nil
-    init(id: EntityID<GitHubUser>) { self.id = id }
-    static let fields: [Field<GitHubUser>] = [
+    init(id: EntityID<GHUser>) { self.id = id }
+    static let fields: [Field<GHUser>] = [
         Field("id", \.number), Field("login", \.login), Field("avatar_url", \.avatarURL),
     ]
 }
 
-struct GitHubRepo: Entity, Equatable {
+struct GHRepo: Entity, Equatable {
     static let prefix = "gr"
-    var id: EntityID<GitHubRepo>
+    var id: EntityID<GHRepo>
     var number: Int64 = 0
     var name = ""
-    init(id: EntityID<GitHubRepo>) { self.id = id }
-    static let fields: [Field<GitHubRepo>] = [Field("id", \.number), Field("name", \.name)]
+    init(id: EntityID<GHRepo>) { self.id = id }
+    static let fields: [Field<GHRepo>] = [Field("id", \.number), Field("name", \.name)]
 }
 
-struct GitHubOrg: Entity, Equatable {
+struct GHOrg: Entity, Equatable {
     static let prefix = "go"
-    var id: EntityID<GitHubOrg>
+    var id: EntityID<GHOrg>
     var number = 0
     var login = ""
-    init(id: EntityID<GitHubOrg>) { self.id = id }
-    static let fields: [Field<GitHubOrg>] = [Field("id", \.number), Field("login", \.login)]
+    init(id: EntityID<GHOrg>) { self.id = id }
+    static let fields: [Field<GHOrg>] = [Field("id", \.number), Field("login", \.login)]
 }
 
 @Suite("A GitHub-shaped resolver")
@@ -105,7 +105,7 @@ struct GitHubResolverTests {
     }
 
     static func makeStore() throws -> Store {
-        Store(registry: try EntityRegistry([GitHubEvent.self, GitHubUser.self, GitHubRepo.self, GitHubOrg.self]))
+        Store(registry: try EntityRegistry([GHEvent.self, GHUser.self, GHRepo.self, GHOrg.self]))
     }
 
     static var options: IngestOptions { IngestOptions(resolver: resolver) }
@@ -127,7 +127,7 @@ struct GitHubResolverTests {
         #expect(result.endpointCollection?.displayIdentifier == "/events")
 
         for (i, id) in fixture.ids.enumerated() {
-            let event = try #require(store.entity(EntityID<GitHubEvent>(id)))
+            let event = try #require(store.entity(EntityID<GHEvent>(id)))
             #expect(event.eventID == String(id.dropFirst(3)))
             #expect(event.type.hasSuffix("Event"))
             #expect(event.actor == EntityID("gu-\(Self.actors[i % 2].id)"))
@@ -140,14 +140,14 @@ struct GitHubResolverTests {
             #expect(event.createdAt == Date(timeIntervalSince1970: 1_654_778_848))
         }
         for actor in Self.actors {
-            let user = try #require(store.entity(EntityID<GitHubUser>("gu-\(actor.id)")))
+            let user = try #require(store.entity(EntityID<GHUser>("gu-\(actor.id)")))
             #expect(user.number == actor.id)
             #expect(user.login == actor.login)
             #expect(user.avatarURL?.absoluteString == "https://avatars.githubusercontent.com/u/\(actor.id)?")
         }
         // Numeric ids keep their exact text, even past 2^53.
-        #expect(store.entity(EntityID<GitHubRepo>("gr-9007199254740993"))?.number == 9_007_199_254_740_993)
-        #expect(store.entity(EntityID<GitHubOrg>("go-9919"))?.login == "github")
+        #expect(store.entity(EntityID<GHRepo>("gr-9007199254740993"))?.number == 9_007_199_254_740_993)
+        #expect(store.entity(EntityID<GHOrg>("go-9919"))?.login == "github")
     }
 
     @Test func withoutTypesEverythingIsUntypedWithReferences() throws {
@@ -171,6 +171,6 @@ struct GitHubResolverTests {
         // The first is not an event (no "Event" suffix) but its actor still is a user; the
         // second's member sits under no known key and the actor in its payload has no id.
         #expect(store.allIDs() == ["ev-3", "gu-2"])
-        #expect(store.entity(EntityID<GitHubEvent>("ev-3"))?.eventID == "3")
+        #expect(store.entity(EntityID<GHEvent>("ev-3"))?.eventID == "3")
     }
 }
