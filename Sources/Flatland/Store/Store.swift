@@ -281,7 +281,4 @@ public final class Store: StoreReader, @unchecked Sendable {
 }
 
 /// A new random id with this prefix.
-func newID(prefix: String) -> String {
-    var rng = SystemRandomNumberGenerator()
-    return EntityIDFormat.generate(prefix: prefix, using: &rng)
-}
+func newID(prefix: String) -> String { EntityIDFormat.generate(prefix: prefix) }
