@@ -38,16 +38,22 @@ struct DemoCommand: ParsableCommand {
         }
 
         section("3. The collections")
-        print("  task \(page1.taskCollection.displayIdentifier): \(page1.taskCollection.items.count) top-level entities")
-        print("  endpoint \(page1.endpointCollection?.displayIdentifier ?? "-"): \(count) of \(page1.endpointCollection?.total ?? 0)")
+        print(
+            "  task \(page1.taskCollection.displayIdentifier): \(page1.taskCollection.items.count) top-level entities")
+        print(
+            "  endpoint \(page1.endpointCollection?.displayIdentifier ?? "-"): \(count) of \(page1.endpointCollection?.total ?? 0)"
+        )
         let pageSize = 3
         let later = generator.userSlice(offset: count + pageSize, count: pageSize, total: count + 2 * pageSize)
         let earlier = generator.userSlice(offset: count, count: pageSize, total: count + 2 * pageSize)
         let page3 = try store.ingest(later, endpoint: "/users?gender=any&offset=\(count + pageSize)&count=\(pageSize)")
-        print("  the third page arrives first: endpoint has \(page3.endpointCollection!.knownItems.count) known of "
-            + "\(page3.endpointCollection!.items.count) positions")
+        print(
+            "  the third page arrives first: endpoint has \(page3.endpointCollection!.knownItems.count) known of "
+                + "\(page3.endpointCollection!.items.count) positions")
         let page2 = try store.ingest(earlier, endpoint: "/users?count=\(pageSize)&offset=\(count)&gender=any")
-        print("  then the second: \(page2.endpointCollection!.knownItems.count) known, total \(page2.endpointCollection!.total ?? 0)")
+        print(
+            "  then the second: \(page2.endpointCollection!.knownItems.count) known, total \(page2.endpointCollection!.total ?? 0)"
+        )
         print("  collections in the store: \(store.collections.count) (one per response, one for the endpoint)")
 
         section("4. A partial response updates only what it carries")
@@ -62,8 +68,10 @@ struct DemoCommand: ParsableCommand {
         let stranger = EntityID<SeedUser>.generate()
         try store.ingest(Array(#"[{"uuid":"\#(stranger)","firstname":"Zoë"}]"#.utf8))
         if let record = store.record(stranger) {
-            print("  a user known only by name holds \(record.presentFields); a profile screen asks for "
-                + "?fields=\(record.missingFields(for: ["firstname", "lastname", "email", "age"]).joined(separator: ","))")
+            print(
+                "  a user known only by name holds \(record.presentFields); a profile screen asks for "
+                    + "?fields=\(record.missingFields(for: ["firstname", "lastname", "email", "age"]).joined(separator: ","))"
+            )
         }
 
         section("5. A broken response is rejected whole, with its position")
@@ -86,7 +94,9 @@ struct DemoCommand: ParsableCommand {
                     jsonDecoder: { try SeedCodable.decode($0).count },
                     jsonSerialization: { try SeedCodable.serialization($0).count }))
             let r = try Bench.measure(workload, rounds: rounds)
-            func mbps(_ s: Double?) -> String { s.map { formatted(Double(first.count) / 1e6 / $0, 1) + " MB/s" } ?? "-" }
+            func mbps(_ s: Double?) -> String {
+                s.map { formatted(Double(first.count) / 1e6 / $0, 1) + " MB/s" } ?? "-"
+            }
             print("  raw yajl (no-op callbacks)     \(mbps(r.yajlRaw))")
             print("  FlatlandJSON parse             \(mbps(r.parse))")
             print("  Flatland typed ingest          \(mbps(r.ingest))")

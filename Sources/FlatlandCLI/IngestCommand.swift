@@ -54,6 +54,10 @@ struct IngestCommand: ParsableCommand {
                 let where_ = error.location.map { "\($0.line):\($0.column): " } ?? ""
                 failure = .invalid("\(file):\(where_)\(error.path.map { "\($0): " } ?? "")\(error.message)")
                 break
+            } catch let error as CLIFailure {
+                // An unreadable file stops the run too; the dump still shows the store as it stands.
+                failure = error
+                break
             }
         }
         let seconds = monotonicSeconds() - start
@@ -63,7 +67,9 @@ struct IngestCommand: ParsableCommand {
             let counts = store.countsByPrefix.sorted { $0.key < $1.key }
             print("entities: \(store.count)" + counts.map { "  \($0.key): \($0.value)" }.joined())
             print("collections: \(store.collections.count)")
-            print("bytes: \(bytes), seconds: \(formatted(seconds, 3)), MB/s: \(formatted(Double(bytes) / 1e6 / max(seconds, 1e-9), 1))")
+            print(
+                "bytes: \(bytes), seconds: \(formatted(seconds, 3)), MB/s: \(formatted(Double(bytes) / 1e6 / max(seconds, 1e-9), 1))"
+            )
         }
         if let failure { throw failure }
     }
@@ -110,7 +116,8 @@ enum StoreDump {
             out += w.bytes
             out.append(0x0A)
         }
-        for collection in store.collections(kind: .endpoint).sorted(by: { $0.displayIdentifier < $1.displayIdentifier }) {
+        for collection in store.collections(kind: .endpoint).sorted(by: { $0.displayIdentifier < $1.displayIdentifier })
+        {
             var w = JSONWriter()
             w.beginObject()
             w.key("kind")

@@ -230,4 +230,3 @@ public enum Twitter {
             retweeted_status: (o["retweeted_status"] as? [String: Any]).map(mapStatus))
     }
 }
-

@@ -42,32 +42,29 @@ public enum Endpoint {
     }
 
     /// Decodes every `%XX` and encodes again every byte outside the unreserved characters of
-    /// RFC 3986 and `,:@/`, with upper-case hex digits. `+` stays as it is.
+    /// RFC 3986 and `,:@/$`, with upper-case hex digits. A literal `+` stays as it is, and an
+    /// encoded one (`%2B`) stays encoded: in a form-encoded query the two mean different things
+    /// (a space and a plus sign).
     static func canonical(_ text: Substring) -> String {
+        let input = Array(text.utf8)
         var bytes: [UInt8] = []
-        var decoded = Array(text.utf8)
+        bytes.reserveCapacity(input.count)
+        let digits = Array("0123456789ABCDEF".utf8)
+        func encode(_ b: UInt8) {
+            bytes.append(UInt8(ascii: "%"))
+            bytes.append(digits[Int(b >> 4)])
+            bytes.append(digits[Int(b & 15)])
+        }
         var i = 0
-        var plain: [UInt8] = []
-        while i < decoded.count {
-            if decoded[i] == UInt8(ascii: "%"), i + 2 < decoded.count, let h = hex(decoded[i + 1]),
-                let l = hex(decoded[i + 2])
-            {
-                plain.append(h << 4 | l)
+        while i < input.count {
+            let b = input[i]
+            if b == UInt8(ascii: "%"), i + 2 < input.count, let h = hex(input[i + 1]), let l = hex(input[i + 2]) {
+                let decoded = h << 4 | l
+                if isKept(decoded) { bytes.append(decoded) } else { encode(decoded) }
                 i += 3
             } else {
-                plain.append(decoded[i])
+                if isKept(b) || b == UInt8(ascii: "+") { bytes.append(b) } else { encode(b) }
                 i += 1
-            }
-        }
-        decoded = plain
-        let digits = Array("0123456789ABCDEF".utf8)
-        for b in decoded {
-            if isKept(b) {
-                bytes.append(b)
-            } else {
-                bytes.append(UInt8(ascii: "%"))
-                bytes.append(digits[Int(b >> 4)])
-                bytes.append(digits[Int(b & 15)])
             }
         }
         return String(decoding: bytes, as: UTF8.self)
@@ -79,7 +76,7 @@ public enum Endpoint {
             UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ","),
-            UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"), UInt8(ascii: "$"), UInt8(ascii: "+"):
+            UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"), UInt8(ascii: "$"):
             return true
         default:
             return false

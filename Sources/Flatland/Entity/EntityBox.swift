@@ -93,7 +93,8 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         }
         var nextPresent = present
         nextPresent.formUnion(draft.present)
-        let box = TypedBox(value: next, present: nextPresent, dataVersion: draft.dataVersion ?? dataVersion, type: entityType)
+        let box = TypedBox(
+            value: next, present: nextPresent, dataVersion: draft.dataVersion ?? dataVersion, type: entityType)
         return (box, changed)
     }
 

@@ -17,10 +17,7 @@ public struct EntityID<E: Entity>: Hashable, Sendable, Comparable, CustomStringC
 
     /// A new id made on the device: the type's prefix, `-`, and 32 random URL-safe characters
     /// (190 bits from the system's secure generator).
-    public static func generate() -> EntityID<E> {
-        var rng = SystemRandomNumberGenerator()
-        return EntityID(EntityIDFormat.generate(prefix: E.prefix, using: &rng))
-    }
+    public static func generate() -> EntityID<E> { EntityID(EntityIDFormat.generate(prefix: E.prefix)) }
 
     /// The prefix before the first `-`.
     public var prefix: Substring { rawValue.prefix { $0 != "-" } }
@@ -37,13 +34,24 @@ public enum EntityIDFormat {
 
     /// A new id `<prefix>-<32 characters>` from `rng`.
     public static func generate<R: RandomNumberGenerator>(prefix: String, using rng: inout R) -> String {
+        generate(prefix: prefix) { rng.next() }
+    }
+
+    /// A new id `<prefix>-<32 characters>` from the system's secure generator. (Not through
+    /// `generate(prefix:using:)` with an `inout SystemRandomNumberGenerator`: that empty struct's
+    /// inout access crashes the thread sanitizer.)
+    static func generate(prefix: String) -> String {
+        generate(prefix: prefix) { UInt64.random(in: .min ... .max) }
+    }
+
+    private static func generate(prefix: String, next: () -> UInt64) -> String {
         var bytes = Array(prefix.utf8)
         bytes.append(UInt8(ascii: "-"))
         var bits: UInt64 = 0
         var available = 0
         for _ in 0..<32 {
             if available < 6 {
-                bits = rng.next()
+                bits = next()
                 available = 64
             }
             bytes.append(alphabet[Int(bits & 63)])

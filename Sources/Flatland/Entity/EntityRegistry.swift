@@ -74,6 +74,8 @@ class EntityType: @unchecked Sendable {
     let fieldKeys: [String]
     let fieldKeyBytes: [[UInt8]]
     let dataVersionKey: String?
+    /// ``dataVersionKey`` as UTF-8, for comparing keys without allocating.
+    let dataVersionKeyBytes: [UInt8]?
     let classVersion: Int
 
     init(prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int) {
@@ -82,6 +84,7 @@ class EntityType: @unchecked Sendable {
         self.fieldKeys = fieldKeys
         self.fieldKeyBytes = fieldKeys.map { Array($0.utf8) }
         self.dataVersionKey = dataVersionKey
+        self.dataVersionKeyBytes = dataVersionKey.map { Array($0.utf8) }
         self.classVersion = classVersion
     }
 

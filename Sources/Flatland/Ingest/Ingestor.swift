@@ -209,7 +209,8 @@ public final class Ingestor: JSONEventHandler {
 
     public func beginArray() throws {
         guard let t = frames.indices.last else {
-            frames.append(Frame(kind: .array, role: .member, nested: false, inEntity: false, records: false, parentKey: nil))
+            frames.append(
+                Frame(kind: .array, role: .member, nested: false, inEntity: false, records: false, parentKey: nil))
             return
         }
         var frame: Frame
@@ -248,7 +249,9 @@ public final class Ingestor: JSONEventHandler {
         if frames[t].kind == .entity { return try entityEnded() }
         let frame = frames.removeLast()
         if frame.records { tape.append(.endObject) }
-        if let items = frame.sliceItems, !frame.inEntity, frame.offset != nil || frame.count != nil || frame.total != nil {
+        if let items = frame.sliceItems, !frame.inEntity,
+            frame.offset != nil || frame.count != nil || frame.total != nil
+        {
             offerSlice(PendingBatch.Slice(offset: frame.offset ?? 0, total: frame.total, items: items))
         }
         try childEnded(frame, id: nil)
@@ -274,7 +277,12 @@ public final class Ingestor: JSONEventHandler {
     }
 
     private func entityKey(_ t: Int, _ key: UnsafeRawBufferPointer) {
-        frames[t].isVersion = versionKey.map { key.elementsEqual($0) } ?? false
+        // The type's own version key wins over the one in the options.
+        if let own = frames[t].draft?.type?.dataVersionKeyBytes {
+            frames[t].isVersion = key.elementsEqual(own)
+        } else {
+            frames[t].isVersion = versionKey.map { key.elementsEqual($0) } ?? false
+        }
         if let idKey, key.elementsEqual(idKey) {
             frames[t].field = -2
         } else if let type = frames[t].draft?.type {
@@ -351,8 +359,9 @@ public final class Ingestor: JSONEventHandler {
             frames[t].otherIDValues[k] = value
         }
         let complete =
-            identityKeyNames.count == 1
-            || (frames[t].firstIDValue != nil && frames[t].otherIDValues.dropFirst().allSatisfy { $0 != nil })
+            frames[t].firstIDValue != nil
+            && (identityKeyNames.count == 1
+                || (!frames[t].otherIDValues.isEmpty && frames[t].otherIDValues.dropFirst().allSatisfy { $0 != nil }))
         if complete { try decide(t, atEnd: false) }
     }
 
@@ -505,8 +514,11 @@ public final class Ingestor: JSONEventHandler {
     /// The tape is over budget: the outermost object still waiting for its identity, and every
     /// recording frame above it, are read as containers from here on.
     private func forceContainers() {
-        guard let first = frames.firstIndex(where: { $0.undecided && $0.kind == .object }) else { return }
-        // A recording parent (a field value) or an entity above would lose its tape: wait.
+        // Objects inside an entity are bounded by it; only objects outside any entity are forced.
+        guard let first = frames.firstIndex(where: { $0.undecided && $0.kind == .object && !$0.inEntity }) else {
+            return
+        }
+        // An entity above would lose the field values it is recording: wait until it ends.
         if first > 0, frames[first - 1].records { return }
         if frames[first...].contains(where: { $0.kind == .entity }) { return }
         tape.truncate(to: frames[first].mark)

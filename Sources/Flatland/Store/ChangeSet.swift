@@ -6,6 +6,12 @@ public struct ChangeSet: Sendable, Hashable {
         public var id: String
         /// The JSON keys of the fields whose values changed.
         public var fields: [String]
+
+        /// An update of record `id` in `fields`.
+        public init(id: String, fields: [String]) {
+            self.id = id
+            self.fields = fields
+        }
     }
 
     /// Ids of records that did not exist before.

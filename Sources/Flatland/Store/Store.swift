@@ -89,6 +89,33 @@ public final class Store: StoreReader, @unchecked Sendable {
         lock.withLock { contents = StoreContents() }
     }
 
+    /// Puts back a record read from persistence, as it was written: its fields as JSON (as
+    /// ``EntityRecord/fields`` gives them), the class version it was written under and its data
+    /// version. A typed record written under an older class version is first upgraded by its
+    /// type's ``Entity/migrate(_:from:)``; a prefix with no registered type gives an untyped
+    /// record. Restoring replaces any record with that id, and does not write to persistence,
+    /// run hooks or notify observers: it is how a persistence layer loads what it stored.
+    ///
+    /// - Throws: the migration's error, or ``FieldError`` when a stored field cannot be decoded;
+    ///   the store is then unchanged.
+    @discardableResult
+    public func restore(
+        id: String, prefix: String, fields: JSONObject, classVersion: Int, dataVersion: Double?
+    ) throws -> EntityRecord {
+        let box: EntityBox
+        if let type = registry.type(forPrefix: prefix) {
+            box = try type.decodeRecord(id: id, fields: fields, classVersion: classVersion, dataVersion: dataVersion)
+        } else {
+            let untyped = UntypedBox(id: id, prefix: prefix)
+            untyped.fields = fields
+            untyped.dataVersion = dataVersion
+            untyped.classVersion = classVersion
+            box = untyped
+        }
+        lock.withLock { contents.put(box, replacing: contents.records[id]) }
+        return EntityRecord(box)
+    }
+
     // MARK: Ingesting
 
     /// Reads a whole response and applies it as one batch.
@@ -144,6 +171,10 @@ public final class Store: StoreReader, @unchecked Sendable {
                 let (box, changed) = old.merged(with: draft)
                 if !changed.isEmpty {
                     changes.updated.append(ChangeSet.Update(id: draft.id, fields: changed))
+                    written.append((box, old))
+                } else if box.dataVersion != old.dataVersion {
+                    // Same fields at a newer version: keep the version, or a later response at
+                    // the old version would be applied over it.
                     written.append((box, old))
                 }
             }
@@ -224,7 +255,4 @@ public final class Store: StoreReader, @unchecked Sendable {
 }
 
 /// A new random id with this prefix.
-func newID(prefix: String) -> String {
-    var rng = SystemRandomNumberGenerator()
-    return EntityIDFormat.generate(prefix: prefix, using: &rng)
-}
+func newID(prefix: String) -> String { EntityIDFormat.generate(prefix: prefix) }

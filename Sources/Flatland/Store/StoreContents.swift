@@ -10,7 +10,9 @@ public struct StoreContents: Sendable {
     var collectionOrder: [String] = []
 
     mutating func insertIndexes(_ box: EntityBox, type: EntityType) {
-        for entry in type.indexEntries(box) { indexes[entry.key, default: [:]][entry.value, default: IDSet()].insert(box.id) }
+        for entry in type.indexEntries(box) {
+            indexes[entry.key, default: [:]][entry.value, default: IDSet()].insert(box.id)
+        }
     }
 
     mutating func removeIndexes(_ box: EntityBox, type: EntityType) {

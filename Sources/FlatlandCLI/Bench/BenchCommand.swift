@@ -55,7 +55,8 @@ struct BenchCommand: ParsableCommand {
         workloads += real.found
         let log = FileHandleOutput.standardError
         if !real.missing.isEmpty {
-            log.write("note: not found in \(data): \(real.missing.joined(separator: ", ")) (those datasets are skipped)\n")
+            log.write(
+                "note: not found in \(data): \(real.missing.joined(separator: ", ")) (those datasets are skipped)\n")
         }
         var results: [BenchResult] = []
         for workload in workloads {
@@ -158,7 +159,9 @@ enum Bench {
             }
         }
         for _ in 0..<rounds {
-            if wanted("yajl") { yajl.append(time { _ = w.bytes.withUnsafeBytes { RawYAJL.parse($0, chunkSize: chunkSize) } }) }
+            if wanted("yajl") {
+                yajl.append(time { _ = w.bytes.withUnsafeBytes { RawYAJL.parse($0, chunkSize: chunkSize) } })
+            }
             if wanted("parse") { parse.append(try time { try Self.parse(w) }) }
             if let i = w.ingest {
                 if wanted("ingest") { ingest.append(try time { try Self.ingest(w, i) }) }

@@ -39,14 +39,17 @@ struct BenchReport {
                     + pad(x(ratio(ingestMBps, r.mbps(r.jsonDecoder))), 16)
                     + pad(x(ratio(ingestMBps, r.mbps(r.yajlRaw))), 13)
                     + pad(x(ratio(r.mbps(r.parse), r.mbps(r.yajlRaw))), 12)
-                    + pad(r.ingest.flatMap { t in r.entities.map { formatted(Double($0) / t / 1e6, 2) + "M" } } ?? "-", 12)
+                    + pad(
+                        r.ingest.flatMap { t in r.entities.map { formatted(Double($0) / t / 1e6, 2) + "M" } } ?? "-", 12
+                    )
                     + pad(
                         r.mallocsPerEntity.map {
                             formatted($0, 2) + " (JSONDecoder " + formatted(r.jsonDecoderMallocsPerEntity ?? 0, 1) + ")"
                         } ?? "-", 16))
         }
         lines.append("")
-        lines.append("Throughput in MB/s. parse = FlatlandJSON with a no-op handler; ingest = typed entities into a store.")
+        lines.append(
+            "Throughput in MB/s. parse = FlatlandJSON with a no-op handler; ingest = typed entities into a store.")
         if let s = streaming {
             lines.append(
                 "Streaming ingest, 64 KiB chunks, nothing kept: peak RSS \(formatted(s.peakRSSMegabytes1MB, 1)) MB for 1 MB, "

@@ -34,7 +34,8 @@ enum StreamingMemory {
             let output = pipe.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             guard process.terminationStatus == 0,
-                let value = Double(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+                let value = Double(
+                    String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
             else { throw CLIFailure.invalid("streaming-memory child failed") }
             peaks.append(value)
         }

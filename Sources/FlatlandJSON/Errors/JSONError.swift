@@ -26,6 +26,12 @@ public struct JSONLocation: Hashable, Sendable, CustomStringConvertible {
 /// Every error says what went wrong (``code`` and ``message``) and where (``location``, with an
 /// ``excerpt`` of the text just before it). The same input gives the same error at the same
 /// location however it is split into chunks.
+///
+/// Where the location points: at the offending byte for a bad character, escape or UTF-8
+/// sequence (at the `\u` of a bad surrogate escape); at the first byte of the rejected token for
+/// a token in the wrong place (a missing comma, trailing garbage); at the first byte past the
+/// limit for a limit; at the end of the input for a truncated one; and just after the token
+/// being reported for an error the handler threw.
 public struct JSONError: Error, Hashable, CustomStringConvertible {
     /// What kind of failure this is.
     public struct Code: Hashable, Sendable, CustomStringConvertible {

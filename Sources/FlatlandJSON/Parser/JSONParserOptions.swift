@@ -35,7 +35,8 @@ public struct JSONLimits: Hashable, Sendable {
 
 /// How a ``JSONStreamParser`` reads its input.
 ///
-/// The default is strict RFC 8259, stricter than libyajl alone: form feed is not whitespace,
+/// The default is strict RFC 8259, stricter than libyajl alone: form feed and vertical tab are
+/// not whitespace,
 /// UTF-8 must be valid (no overlongs, no encoded surrogates, nothing above U+10FFFF), `\u`
 /// surrogate escapes must pair, and a byte-order mark, trailing garbage or an empty input is an
 /// error. Each relaxation is an explicit option.
@@ -43,7 +44,7 @@ public struct JSONParserOptions: Hashable, Sendable {
     /// Accept `// line` and `/* block */` comments wherever whitespace may stand.
     public var allowComments: Bool
     /// Accept any number of top-level values separated by whitespace (JSON Lines, concatenated
-    /// documents). An empty input is then valid too.
+    /// documents). An empty input, or one of only whitespace and comments, is then valid too.
     public var allowMultipleValues: Bool
     /// Replace each invalid UTF-8 sequence in strings and keys with U+FFFD instead of failing.
     public var replaceInvalidUTF8: Bool

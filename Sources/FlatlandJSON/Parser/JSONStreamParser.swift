@@ -226,7 +226,7 @@ public final class JSONStreamParser {
             // of the chunk locates it.
             pendingLocation = start >= chunkStart ? scanner.lines.location(at: start) : location(at: start)
         } else {
-            pendingLocation = scanner.stringQuote
+            pendingLocation = scanner.openQuoteLocation(base, count: n, chunkStart: chunkStart)
         }
         pendingExcerpt = excerptBytes(at: start)
     }

@@ -67,8 +67,6 @@ struct StrictScanner {
     /// Absolute offset of the first content byte of the current string.
     var stringStart = 0
     var stringIsKey = false
-    /// Where the opening quote of the current string is.
-    var stringQuote = JSONLocation(offset: 0, line: 1, column: 1)
 
     /// Length of the run of number characters (`0-9 + - . e E`) that started with `-` or a digit
     /// and is still going on; 0 outside such a run. libyajl buffers a number that spans chunks
@@ -145,14 +143,15 @@ struct StrictScanner {
             return fail(
                 .syntax, "byte-order mark is not allowed in JSON text", at: lines.location(at: 0), detectedAt: 0)
         }
+        if numberRun > 0 {
+            // A number that started in an earlier chunk goes on (numberRun > 0 only between
+            // chunks: within a chunk a run ends at its first other byte).
+            i = numberStep(base, count: n, from: 0)
+            if i < 0 { return numberFailure(start: start, index: -1 - i) }
+        }
         while i < n {
             switch mode {
             case .value:
-                if numberRun > 0 {
-                    // A number that started in an earlier chunk goes on.
-                    if let f = numberStep(base, count: n, start: start, index: &i) { return f }
-                    if i >= n { return nil }
-                }
                 var c: UInt8 = 0
                 while i < n {
                     c = valueClass[Int(base[i])]
@@ -166,7 +165,6 @@ struct StrictScanner {
                     stringIsKey = expectKey
                     expectKey = false
                     stringStart = start + i + 1
-                    stringQuote = lines.location(at: start + i)
                 case 2, 3:
                     if depth >= maxDepth {
                         return fail(
@@ -193,7 +191,8 @@ struct StrictScanner {
                     return fail(
                         .syntax, "\(what) is not whitespace in JSON", at: lines.location(at: start + i), detectedAt: i)
                 case 9:
-                    if let f = numberStep(base, count: n, start: start, index: &i) { return f }
+                    i = numberStep(base, count: n, from: i)
+                    if i < 0 { return numberFailure(start: start, index: -1 - i) }
                     continue
                 default:
                     if allowComments { mode = .slash }
@@ -282,37 +281,58 @@ struct StrictScanner {
         return nil
     }
 
-    /// Counts the number characters from `i` on; stops at the first other byte (the run is over)
-    /// or at the end of the chunk (it may go on in the next one).
+    /// Counts the number characters from `i` on, up to the first other byte (the run is over)
+    /// or the end of the chunk (it may go on in the next one). Returns where it stopped, or, when
+    /// the run grows longer than the limit, `-1 - index` of the first byte beyond the limit.
     @inline(__always)
-    mutating func numberStep(_ base: UnsafePointer<UInt8>, count n: Int, start: Int, index i: inout Int) -> Failure? {
-        while i < n {
-            let b = base[i]
-            guard Self.isNumberByte(b) else {
-                numberRun = 0
-                return nil
-            }
-            numberRun &+= 1
-            if numberRun > maxNumberLength {
-                return fail(
-                    .limit, "number longer than \(maxNumberLength) characters", at: lines.location(at: start + i),
-                    detectedAt: i)
-            }
-            i &+= 1
-        }
-        return nil
+    mutating func numberStep(_ base: UnsafePointer<UInt8>, count n: Int, from i: Int) -> Int {
+        let tokenClass = Self.tokenClass
+        var j = i
+        while j < n, tokenClass[Int(base[j])] & 1 != 0 { j &+= 1 }
+        let before = numberRun
+        numberRun = before &+ (j &- i)
+        if numberRun > maxNumberLength { return -1 - (i + (maxNumberLength - before)) }
+        if j < n { numberRun = 0 }
+        return j
     }
 
-    @inline(__always)
-    static func isNumberByte(_ b: UInt8) -> Bool {
-        (b &- 48) < 10 || b == UInt8(ascii: "-") || b == UInt8(ascii: "+") || b == UInt8(ascii: ".")
-            || b | 0x20 == UInt8(ascii: "e")
+    @inline(never)
+    mutating func numberFailure(start: Int, index: Int) -> Failure {
+        fail(
+            .limit, "number longer than \(maxNumberLength) characters", at: lines.location(at: start + index),
+            detectedAt: index)
     }
+
+    /// Bit 0: a byte of a number (`0-9 + - . e E`); bit 1: a byte of a number or a literal
+    /// (`true`, `false`, `null`), that is also any ASCII letter.
+    nonisolated(unsafe) static let tokenClass: UnsafePointer<UInt8> = {
+        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
+        t.initialize(repeating: 0, count: 256)
+        for b in Array("0123456789+-.eE".utf8) { t[Int(b)] = 3 }
+        for b in UInt8(ascii: "a")...UInt8(ascii: "z") where t[Int(b)] == 0 { t[Int(b)] = 2 }
+        for b in UInt8(ascii: "A")...UInt8(ascii: "Z") where t[Int(b)] == 0 { t[Int(b)] = 2 }
+        return UnsafePointer(t)
+    }()
+
+    @inline(__always)
+    static func isNumberByte(_ b: UInt8) -> Bool { tokenClass[Int(b)] & 1 != 0 }
 
     /// Whether `b` can be part of a number or a literal (`true`, `false`, `null`) token.
     @inline(__always)
-    static func isTokenByte(_ b: UInt8) -> Bool {
-        isNumberByte(b) || (b | 0x20) &- UInt8(ascii: "a") < 26
+    static func isTokenByte(_ b: UInt8) -> Bool { tokenClass[Int(b)] != 0 }
+
+    /// The location of the opening quote of the string still open at the end of the chunk just
+    /// scanned (`base`, `n` bytes from absolute offset `chunkStart`), which must be in that chunk.
+    /// No line feed is counted inside a string; the continuation bytes after the quote are.
+    func openQuoteLocation(_ base: UnsafePointer<UInt8>, count n: Int, chunkStart: Int) -> JSONLocation {
+        let quote = stringStart - 1
+        var extra = lines.extra
+        var o = max(quote + 1, chunkStart)
+        while o < chunkStart + n {
+            if base[o - chunkStart] & 0xC0 == 0x80 { extra -= 1 }
+            o += 1
+        }
+        return JSONLocation(offset: quote, line: lines.line, column: quote - lines.lineStart - extra + 1)
     }
 
     /// Whether the scanner is inside a string (between its quotes).

@@ -1,0 +1,158 @@
+// libFuzzer harness for FlatlandJSON. Built by scripts/fuzz.sh, compiled in one module together
+// with the sources of Sources/FlatlandJSON (so there is no `import FlatlandJSON`).
+//
+// Input layout: byte 0 selects the options, bytes 1 and 2 the chunking, the rest is the JSON
+// text. The text is parsed whole and in chunks; the harness traps when the verdicts, the errors
+// or the events delivered differ, when a parsed value does not round-trip through the writer,
+// or when a number conversion disagrees with its text.
+
+/// Records events compactly: a tag byte, then the bytes of strings, keys and numbers.
+final class FuzzRecorder: JSONEventHandler {
+    var log: [UInt8] = []
+    var numbers: [JSONNumber] = []
+
+    func beginObject() { log.append(1) }
+    func endObject() { log.append(2) }
+    func beginArray() { log.append(3) }
+    func endArray() { log.append(4) }
+    func key(_ key: JSONBytes) { append(5, key) }
+    func string(_ value: JSONBytes) { append(6, value) }
+    func number(_ value: JSONNumberText) {
+        append(7, value.bytes)
+        numbers.append(value.number)
+    }
+    func bool(_ value: Bool) { log.append(value ? 8 : 9) }
+    func null() { log.append(10) }
+
+    private func append(_ tag: UInt8, _ bytes: JSONBytes) {
+        log.append(tag)
+        let n = bytes.count
+        log.append(UInt8(truncatingIfNeeded: n))
+        log.append(UInt8(truncatingIfNeeded: n >> 8))
+        log.append(contentsOf: bytes.buffer)
+    }
+}
+
+struct FuzzOutcome {
+    var error: JSONError?
+    var log: [UInt8]
+    var numbers: [JSONNumber]
+}
+
+func fuzzOptions(_ selector: UInt8) -> JSONParserOptions {
+    var options = JSONParserOptions(
+        allowComments: selector & 1 != 0, allowMultipleValues: selector & 2 != 0,
+        replaceInvalidUTF8: selector & 4 != 0)
+    if selector & 8 != 0 {
+        // Small limits, so that every limit is reached often.
+        options.limits = JSONLimits(
+            maxDepth: Int(selector >> 4) % 8 + 1, maxStringLength: 12, maxKeyLength: 6, maxNumberLength: 9,
+            maxTotalBytes: 40 + Int(selector >> 4) * 8)
+    }
+    return options
+}
+
+/// Chunk sizes from a seed: a small linear congruential generator, sizes 1 ... maxSize.
+func fuzzChunkSizes(total: Int, seed: UInt8, maxSize: UInt8) -> [Int] {
+    var state = UInt32(seed) &* 2_654_435_761 &+ 1
+    let top = Int(maxSize % 64) + 1
+    var sizes: [Int] = []
+    var covered = 0
+    while covered < total {
+        state = state &* 1_103_515_245 &+ 12345
+        let size = Int((state >> 16) % UInt32(top)) + 1
+        sizes.append(size)
+        covered += size
+    }
+    return sizes
+}
+
+func fuzzParse(_ text: UnsafeRawBufferPointer, options: JSONParserOptions, chunks: [Int]?) -> FuzzOutcome {
+    let recorder = FuzzRecorder()
+    let parser = JSONStreamParser(handler: recorder, options: options)
+    do throws(JSONError) {
+        if let chunks {
+            var start = 0
+            for size in chunks where start < text.count {
+                let end = min(text.count, start + size)
+                try parser.feed(UnsafeRawBufferPointer(rebasing: text[start..<end]))
+                start = end
+            }
+        } else {
+            try parser.feed(text)
+        }
+        try parser.finish()
+        return FuzzOutcome(error: nil, log: recorder.log, numbers: recorder.numbers)
+    } catch {
+        // Sticky errors: every later call throws the same error.
+        do throws(JSONError) {
+            try parser.finish()
+            fatalError("finish after an error did not throw")
+        } catch let again {
+            if again != error { fatalError("a later call threw \(again), not \(error)") }
+        }
+        return FuzzOutcome(error: error, log: recorder.log, numbers: recorder.numbers)
+    }
+}
+
+func checkNumber(_ number: JSONNumber) {
+    let text = number.text
+    guard JSONNumber(text) != nil else { fatalError("parser passed invalid number text \(text)") }
+    if let v = try? number.int64(), number.isInteger, text != "-0" {
+        if String(v) != text { fatalError("int64 \(v) differs from \(text)") }
+    }
+    if let v = try? number.uint64(), number.isInteger, text != "-0" {
+        if String(v) != text { fatalError("uint64 \(v) differs from \(text)") }
+    }
+    if let d = try? number.double() {
+        guard let back = JSONNumber(d), let again = try? back.double(), again == d || (again.isNaN && d.isNaN)
+        else { fatalError("double \(d) of \(text) does not round-trip") }
+    }
+    _ = try? number.decimal()
+    _ = try? number.integer(as: Int8.self)
+    _ = try? number.integer(as: UInt16.self)
+}
+
+func checkRoundTrip(_ text: UnsafeRawBufferPointer, options: JSONParserOptions) {
+    let builder = JSONValueBuilder()
+    let parser = JSONStreamParser(handler: builder, options: options)
+    do throws(JSONError) {
+        try parser.feed(text)
+        try parser.finish()
+    } catch {
+        fatalError("the value builder failed where the recorder did not: \(error)")
+    }
+    for value in builder.values {
+        for pretty in [false, true] {
+            let written = Array(value.jsonString(pretty: pretty).utf8)
+            do throws(JSONError) {
+                let again = try JSONValue(parsing: written)
+                if again != value { fatalError("round trip changed the value: \(value) -> \(again)") }
+            } catch {
+                fatalError("writer output does not parse: \(error) in \(String(decoding: written, as: UTF8.self))")
+            }
+        }
+    }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size >= 3 else { return 0 }
+    let options = fuzzOptions(data[0])
+    let text = UnsafeRawBufferPointer(start: data + 3, count: size - 3)
+    let whole = fuzzParse(text, options: options, chunks: nil)
+    let chunks = fuzzChunkSizes(total: text.count, seed: data[1], maxSize: data[2])
+    let chunked = fuzzParse(text, options: options, chunks: chunks)
+    if whole.error != chunked.error {
+        fatalError(
+            "chunking \(chunks) changed the verdict: whole \(String(describing: whole.error)), chunked \(String(describing: chunked.error))"
+        )
+    }
+    if let e = whole.error, e.location == nil { fatalError("error without a location: \(e)") }
+    if whole.log != chunked.log { fatalError("chunking \(chunks) changed the events") }
+    let ones = fuzzParse(text, options: options, chunks: Array(repeating: 1, count: text.count))
+    if ones.error != whole.error || ones.log != whole.log { fatalError("1-byte chunks changed the result") }
+    for number in whole.numbers { checkNumber(number) }
+    if whole.error == nil { checkRoundTrip(text, options: options) }
+    return 0
+}

@@ -1,0 +1,131 @@
+import Flatland
+import FlatlandJSON
+import Foundation
+import Testing
+
+@Suite("Encoding and decoding entities")
+struct EncodingTests {
+    static func fullUser(created: Date) -> User {
+        var user = User(id: EntityID("u-lQ7tSlU4A9OmDjIefiOEMG5Dsy02Yt3q"))
+        user.firstname = "Zoë \"Z\" Ångström"
+        user.lastname = "Line\nbreak\t\u{1F600}"
+        user.email = "zoe@example.com"
+        user.age = -42
+        user.gender = .other
+        user.verified = true
+        user.score = 0.1 + 0.2
+        user.created = created
+        user.avatar = URL(string: "https://example.com/a%20b/pic.png?size=2&x=%C3%A9")
+        user.friends = [EntityID("u-2"), EntityID("u-3")]
+        user.devices = [EntityID("d-1")]
+        var address = Address()
+        address.city = "Zürich"
+        address.zip = nil
+        user.address = address
+        user.tags = ["", "a,b", "ü"]
+        return user
+    }
+
+    static let dates: [Date] = [
+        Date(timeIntervalSince1970: 1_709_296_496.789),
+        Date(timeIntervalSince1970: 1_709_296_496.123456),
+        Date(timeIntervalSince1970: 0),
+        Date(timeIntervalSince1970: -86_400.5),
+        Date(timeIntervalSince1970: 951_782_400.001),  // 2000-02-29
+    ]
+
+    @Test(arguments: dates)
+    func decodingWhatWasEncodedGivesTheSameEntity(created: Date) throws {
+        let user = Self.fullUser(created: created)
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(user.jsonObject())
+        let decoded = try #require(store.entity(user.id))
+        #expect(decoded == user)
+        #expect(decoded.created == created)
+        #expect(store.record(user.id)?.presentFields == User.fields.map(\.key))
+    }
+
+    @Test func dateTextHasFractionalSecondsInUTC() throws {
+        let user = Self.fullUser(created: Date(timeIntervalSince1970: 1_709_296_496.789))
+        let value = try JSONValue(parsing: user.jsonObject(only: ["created"]))
+        #expect(value["created"] == "2024-03-01T12:34:56.789Z")
+    }
+
+    @Test(arguments: [
+        ("2024-03-01T12:34:56.789Z", 1_709_296_496.789),
+        ("2024-03-01T14:34:56.789+02:00", 1_709_296_496.789),
+        ("2024-03-01T12:34:56Z", 1_709_296_496.0),
+        ("2024-03-01t12:34:56.5z", 1_709_296_496.5),
+    ])
+    func datesDecodeFromISO8601(text: String, seconds: Double) throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(bytes(#"{"uuid":"u-1","created":"\#(text)"}"#))
+        let created = try #require(store.entity(EntityID<User>("u-1"))?.created)
+        #expect(abs(created.timeIntervalSince1970 - seconds) < 1e-6)
+    }
+
+    @Test func onlySomeFieldsForAPartialBody() throws {
+        let user = Self.fullUser(created: Date(timeIntervalSince1970: 10))
+        let value = try JSONValue(parsing: user.jsonObject(only: ["age", "address"]))
+        guard case .object(let object) = value else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(object.keys == ["uuid", "age", "address"])
+        #expect(value["uuid"] == .string(user.id.rawValue))
+        #expect(value["age"] == -42)
+        #expect(value["address"] == ["city": "Zürich", "zip": nil])
+
+        // Applied to a store that knows the user, it changes those fields only.
+        let store = Store(registry: try seedRegistry())
+        var old = user
+        old.age = 1
+        old.address = nil
+        try store.upsert(old)
+        let result = try store.ingest(user.jsonObject(only: ["age", "address"]))
+        #expect(store.entity(user.id) == user)
+        #expect(result.changes.updated.first?.fields == ["age", "address"])
+    }
+
+    @Test func customIDKeyAndTheWriter() throws {
+        let user = Self.fullUser(created: Date(timeIntervalSince1970: 10))
+        var writer = JSONWriter()
+        writer.beginArray()
+        user.writeJSON(to: &writer, idKey: "id", only: ["firstname"])
+        user.writeJSON(to: &writer, idKey: "id", only: [])
+        writer.endArray()
+        let value = try JSONValue(parsing: writer.bytes)
+        #expect(
+            value == [
+                ["id": .string(user.id.rawValue), "firstname": .string(user.firstname)],
+                ["id": .string(user.id.rawValue)],
+            ])
+        let store = Store(registry: try seedRegistry())
+        var options = IngestOptions()
+        options.resolver = PrefixedIDResolver(key: "id")
+        try store.ingest(writer.bytes, options: options)
+        #expect(store.entity(user.id)?.firstname == user.firstname)
+        #expect(store.record(user.id)?.presentFields == ["firstname"])
+    }
+
+    @Test func recordFieldsRestoreToTheSameEntity() throws {
+        let user = Self.fullUser(created: Date(timeIntervalSince1970: 1_709_296_496.789))
+        let store = Store(registry: try seedRegistry())
+        try store.upsert(user)
+        let record = try #require(store.record(user.id))
+        let other = Store(registry: try seedRegistry())
+        let restored = try other.restore(
+            id: record.id, prefix: record.prefix, fields: record.fields, classVersion: record.classVersion,
+            dataVersion: record.dataVersion)
+        #expect(restored.entity(as: User.self) == user)
+        #expect(other.entity(user.id) == user)
+        #expect(other.record(user.id)?.presentFields == record.presentFields)
+    }
+
+    @Test func nestedEntitiesEncodeAsTheirIDs() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(bytes(#"{"uuid":"s-1","user":{"uuid":"u-1","firstname":"A"},"device":{"uuid":"d-1"}}"#))
+        let record = try #require(store.record(id: "s-1"))
+        #expect(canonical(.object(record.fields)) == (try json(#"{"user":"u-1","device":"d-1"}"#)))
+    }
+}

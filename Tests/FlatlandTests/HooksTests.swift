@@ -1,0 +1,79 @@
+import Flatland
+import FlatlandJSON
+import Testing
+
+@Suite("Store hooks")
+struct HooksTests {
+    @Test func turnedAwayEntitiesAreNotStoredNorInCollections() throws {
+        let asked = Box<[String]>([])
+        let hooks = StoreHooks(condition: { incoming in
+            asked.withValue { $0.append(incoming.id) }
+            return (incoming.entity(as: User.self)?.age ?? 100) >= 18
+        })
+        let store = Store(registry: try seedRegistry(), hooks: hooks)
+        let result = try store.ingest(
+            bytes(
+                #"{"offset":0,"total":4,"data":[{"uuid":"u-1","age":30},{"uuid":"u-2","age":12},{"uuid":"d-1"},{"uuid":"u-3","age":40,"friends":[{"uuid":"u-4","age":5}]}]}"#
+            ), endpoint: "/users")
+        #expect(store.allIDs() == ["d-1", "u-1", "u-3"])
+        #expect(result.taskCollection.items == ["u-1", "d-1", "u-3"])
+        #expect(result.endpointCollection?.items == ["u-1", nil, "d-1", "u-3"])
+        #expect(!result.changes.inserted.contains("u-2"))
+        #expect(Set(asked.current) == ["u-1", "u-2", "d-1", "u-3", "u-4"])
+        // The parent still names the turned-away friend: it is the server's reference.
+        #expect(store.entity(EntityID<User>("u-3"))?.friends == [EntityID("u-4")])
+    }
+
+    @Test func conditionSeesTheIncomingFields() throws {
+        let seen = Box<[String: [String]]>([:])
+        let hooks = StoreHooks(condition: { incoming in
+            seen.withValue { $0[incoming.id] = incoming.presentFields }
+            return incoming.untypedFields?["keep"] != false
+        })
+        let store = Store(registry: try seedRegistry(), hooks: hooks)
+        try store.ingest(
+            bytes(#"[{"uuid":"u-1","age":3,"firstname":"A"},{"uuid":"x-1","keep":false},{"uuid":"x-2","b":1}]"#))
+        #expect(seen.current["u-1"] == ["firstname", "age"])
+        #expect(seen.current["x-1"] == ["keep"])
+        #expect(store.allIDs() == ["u-1", "x-2"])
+    }
+
+    @Test func beforeAndAfterStore() throws {
+        let before = Box<[String]>([])
+        let after = Box<[(String, [String])]>([])
+        let store = Box<Store?>(nil)
+        let hooks = StoreHooks(
+            beforeStore: { incoming in
+                // Before: the store does not have this batch yet.
+                let known = store.current?.contains(incoming.id) ?? false
+                before.withValue { $0.append("\(incoming.id):\(known)") }
+            },
+            afterStore: { record in
+                let visible = store.current?.contains(record.id) ?? false
+                after.withValue { $0.append((record.id + ":\(visible)", record.presentFields)) }
+            })
+        let s = Store(registry: try seedRegistry(), hooks: hooks)
+        store.withValue { $0 = s }
+        try s.ingest(bytes(#"[{"uuid":"u-1","age":1},{"uuid":"u-2","devices":[{"uuid":"d-1"}]}]"#))
+        #expect(before.current == ["u-1:false", "d-1:false", "u-2:false"])
+        #expect(after.current.map(\.0) == ["u-1:true", "d-1:true", "u-2:true"])
+        #expect(after.current.first?.1 == ["age"])
+        // An update that changes nothing is not stored again.
+        before.withValue { $0 = [] }
+        after.withValue { $0 = [] }
+        try s.ingest(bytes(#"[{"uuid":"u-1","age":1},{"uuid":"u-2","firstname":"B"}]"#))
+        #expect(before.current == ["u-1:true", "u-2:true"])
+        #expect(after.current.map(\.0) == ["u-2:true"])
+    }
+
+    @Test func hooksDoNotRunForAFailedResponse() throws {
+        let calls = Box(0)
+        let hooks = StoreHooks(
+            condition: { _ in true }, beforeStore: { _ in calls.withValue { $0 += 1 } },
+            afterStore: { _ in calls.withValue { $0 += 1 } })
+        let store = Store(hooks: hooks)
+        #expect(throws: IngestError.self) { try store.ingest(bytes(#"[{"uuid":"x-1"},"#)) }
+        #expect(calls.current == 0)
+        #expect(store.count == 0)
+    }
+}

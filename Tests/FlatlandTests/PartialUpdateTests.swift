@@ -1,0 +1,179 @@
+import Flatland
+import FlatlandJSON
+import Testing
+
+@Suite("Partial updates across responses")
+struct PartialUpdateTests {
+    @Test func laterResponseWithSomeKeysKeepsTheOthers() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(
+            bytes(#"{"uuid":"u-1","firstname":"Ada","lastname":"Lovelace","age":36,"tags":["math"]}"#))
+        let result = try store.ingest(bytes(#"[{"age":37,"uuid":"u-1"}]"#))
+        let user = try #require(store.entity(EntityID<User>("u-1")))
+        #expect(user.firstname == "Ada")
+        #expect(user.lastname == "Lovelace")
+        #expect(user.tags == ["math"])
+        #expect(user.age == 37)
+        #expect(result.changes.updated == [ChangeSet.Update(id: "u-1", fields: ["age"])])
+        #expect(store.record(EntityID<User>("u-1"))?.presentFields == ["firstname", "lastname", "age", "tags"])
+    }
+
+    @Test func sameValuesAreNoChange() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(bytes(#"{"uuid":"u-1","firstname":"Ada"}"#))
+        let result = try store.ingest(bytes(#"{"uuid":"u-1","firstname":"Ada"}"#))
+        #expect(result.changes.isEmpty)
+    }
+
+    @Test func nullClearsAnOptional() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(bytes(#"{"uuid":"u-1","age":36,"email":"ada@example.com","gender":"female"}"#))
+        try store.ingest(bytes(#"{"uuid":"u-1","age":null,"gender":null}"#))
+        let user = try #require(store.entity(EntityID<User>("u-1")))
+        #expect(user.age == nil)
+        #expect(user.gender == nil)
+        #expect(user.email == "ada@example.com")
+        // A cleared field is still present: the server said it is null.
+        #expect(store.record(EntityID<User>("u-1"))?.presentFields.contains("age") == true)
+    }
+
+    @Test func nullIsAnErrorForANonOptional() throws {
+        let store = Store(registry: try seedRegistry())
+        let error = #expect(throws: IngestError.self) {
+            try store.ingest(bytes(#"{"uuid":"u-1","firstname":null}"#))
+        }
+        #expect(error?.path == "$.firstname")
+        #expect(error?.message == "expected string, found null")
+    }
+
+    /// A slice (its envelope's identity is not known until it ends, so it is buffered) and a
+    /// plain array of entities (read as it streams).
+    static let wrongTypeDocuments = [
+        """
+        {"offset": 0, "total": 4,
+         "data": [
+          {"uuid": "u-0", "age": 10},
+          {"uuid": "u-1", "age": 11},
+          {"uuid": "u-2", "age": 12},
+          {"uuid": "u-3", "firstname": "Dan", "age": "forty", "lastname": "X"}
+         ]}
+        """,
+        """
+        [
+          {"uuid": "u-0", "age": 10},
+          {"uuid": "u-1", "age": 11},
+          {"uuid": "u-2", "age": 12},
+          {"uuid": "u-3", "firstname": "Dan", "age": "forty", "lastname": "X"}
+        ]
+        """,
+    ]
+
+    @Test(arguments: wrongTypeDocuments, [1, 5, 1 << 20])
+    func wrongTypeNamesTheJSONPathAndLeavesTheStoreUnchanged(text: String, chunkSize: Int) throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(bytes(#"[{"uuid":"u-0","age":1},{"uuid":"u-3","firstname":"Old"}]"#), endpoint: "/users")
+        let before = fingerprint(store)
+        let error = try #require(
+            #expect(throws: IngestError.self) {
+                try ingestChunked(store, bytes(text), chunkSize: chunkSize, endpoint: "/users?offset=0")
+            })
+        let path = text.hasPrefix("[") ? "$[3].age" : "$.data[3].age"
+        #expect(error.code == .decoding)
+        #expect(error.path == path)
+        #expect(error.message == "expected integer, found string")
+        #expect(error.description.hasSuffix("\(path): expected integer, found string"))
+        // The location is where the parser stood when the value was judged: at or after the value
+        // (for a buffered envelope, where the envelope ended).
+        let valueOffset = try #require(text.utf8.firstRange(of: "\"forty\"".utf8)).lowerBound
+        let location = try #require(error.location)
+        #expect(location.offset >= text.utf8.distance(from: text.utf8.startIndex, to: valueOffset))
+        #expect(location.line >= 1 && location.column >= 1)
+        if text.hasPrefix("[") {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            let line = try #require(lines.firstIndex { $0.contains("\"forty\"") }) + 1
+            let column = try #require(lines[line - 1].range(of: "\"forty\"")).lowerBound.utf16Offset(
+                in: lines[line - 1])
+            #expect(location.line == line)
+            #expect(location.column >= column)
+            #expect(location.column <= column + "\"forty\"".count + 1)
+        }
+        #expect(fingerprint(store) == before)
+        #expect(store.entity(EntityID<User>("u-0"))?.age == 1)
+    }
+
+    @Test func wrongTypeWhenTheIdentityComesLast() throws {
+        let store = Store(registry: try seedRegistry())
+        let error = #expect(throws: IngestError.self) {
+            try store.ingest(bytes(#"{"data":[{"uuid":"u-1"},{"friends":["u-2",7],"uuid":"u-9"}]}"#))
+        }
+        #expect(error?.path == "$.data[1].friends[1]")
+        #expect(error?.message == "expected u- id or User object, found number")
+        #expect(store.count == 0)
+        #expect(store.collections.isEmpty)
+    }
+
+    @Test func wrongTypeInANestedRecordNamesTheWholePath() throws {
+        let store = Store(registry: try seedRegistry())
+        let error = #expect(throws: IngestError.self) {
+            try store.ingest(bytes(#"[{"uuid":"u-1","address":{"city":5}}]"#))
+        }
+        #expect(error?.path == "$[0].address.city")
+        #expect(error?.message == "expected string, found number")
+    }
+
+    @Test func skipAndReportKeepsTheRest() throws {
+        let store = Store(registry: try seedRegistry())
+        var options = IngestOptions()
+        options.badEntity = .skipAndReport
+        let result = try store.ingest(
+            bytes(
+                #"{"offset":0,"data":[{"uuid":"u-1","age":"x"},{"uuid":"u-2","age":2},{"age":[],"uuid":"u-3"},{"uuid":"u-4"}]}"#
+            ), endpoint: "/u", options: options)
+        #expect(!store.contains("u-1"))
+        #expect(!store.contains("u-3"))
+        #expect(store.entity(EntityID<User>("u-2"))?.age == 2)
+        #expect(store.contains("u-4"))
+        #expect(result.skipped.map(\.path) == ["$.data[0].age", "$.data[2].age"])
+        #expect(result.skipped.allSatisfy { $0.code == .decoding })
+        #expect(result.taskCollection.items == ["u-2", "u-4"])
+        #expect(result.endpointCollection?.items == [nil, "u-2", nil, "u-4"])
+    }
+
+    @Test func skipAndReportLeavesAnEarlierGoodRecordAlone() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(bytes(#"{"uuid":"u-1","age":5,"firstname":"A"}"#))
+        var options = IngestOptions()
+        options.badEntity = .skipAndReport
+        let result = try store.ingest(bytes(#"{"uuid":"u-1","firstname":"B","age":true}"#), options: options)
+        #expect(result.skipped.count == 1)
+        #expect(store.entity(EntityID<User>("u-1"))?.firstname == "A")
+        #expect(store.entity(EntityID<User>("u-1"))?.age == 5)
+    }
+
+    @Test(
+        arguments: [
+            (#"{"uuid":"u-1","verified":"yes"}"#, "$.verified", "expected boolean, found string"),
+            (#"{"uuid":"u-1","score":"1"}"#, "$.score", "expected number, found string"),
+            (#"{"uuid":"u-1","tags":"a"}"#, "$.tags", "expected array, found string"),
+            (#"{"uuid":"u-1","tags":["a",{}]}"#, "$.tags[1]", "expected string, found object"),
+            (#"{"uuid":"u-1","age":1.5}"#, "$.age", nil),
+            (#"{"uuid":"u-1","gender":"robot"}"#, "$.gender", nil),
+            (#"{"uuid":"u-1","friends":["d-1"]}"#, "$.friends[0]", nil),
+            (#"{"uuid":"u-1","created":"yesterday"}"#, "$.created", nil),
+            (#"[{"uuid":"s-1","user":{"uuid":"u-2","age":"x"}}]"#, "$[0].user.age", "expected integer, found string"),
+        ] as [(String, String, String?)])
+    func decodingErrorsNameThePath(document: String, path: String, message: String?) throws {
+        let store = Store(registry: try seedRegistry())
+        do {
+            try store.ingest(bytes(document))
+            Issue.record("no error for \(document)")
+        } catch {
+            #expect(error.code == .decoding)
+            #expect(error.path == path)
+            if let message { #expect(error.message == message) }
+            #expect(!error.message.isEmpty)
+            #expect(error.location != nil)
+        }
+        #expect(store.count == 0)
+    }
+}

@@ -1,0 +1,136 @@
+import Flatland
+import FlatlandJSON
+import Testing
+
+@Suite("Store API")
+struct StoreAPITests {
+    @Test func entityContainsUpsertRemove() throws {
+        let store = Store(registry: try seedRegistry())
+        var user = User(id: EntityID("u-b"))
+        user.firstname = "B"
+        #expect(!store.contains(user.id))
+        #expect(store.entity(user.id) == nil)
+        let inserted = try store.upsert(user)
+        #expect(inserted.inserted == ["u-b"])
+        #expect(store.contains(user.id))
+        #expect(store.contains("u-b"))
+        #expect(store.entity(user.id) == user)
+        #expect(store.record(user.id)?.presentFields == User.fields.map(\.key))
+        user.age = 4
+        let updated = try store.upsert(user)
+        #expect(updated.updated == [ChangeSet.Update(id: "u-b", fields: ["age"])])
+        #expect(store.entity(user.id)?.age == 4)
+        // A record of another type under the same id string is not a User.
+        #expect(store.entity(EntityID<Device>("u-b")) == nil)
+        let removed = try store.remove(user.id)
+        #expect(removed.removed == ["u-b"])
+        #expect(!store.contains(user.id))
+        #expect(try store.remove(user.id).isEmpty)
+    }
+
+    @Test func upsertOfAnUnregisteredTypeFails() throws {
+        let store = Store(registry: try EntityRegistry([Device.self]))
+        #expect(throws: (any Error).self) { try store.upsert(User(id: EntityID("u-1"))) }
+        #expect(store.count == 0)
+    }
+
+    @Test func allOfATypeSortedAndCounts() throws {
+        let store = Store(registry: try seedRegistry())
+        for raw in ["u-c", "u-a", "u-b"] { try store.upsert(User(id: EntityID(raw))) }
+        try store.ingest(bytes(#"[{"uuid":"d-2"},{"uuid":"d-1"},{"uuid":"x-1"},{"uuid":"s-1","user":"u-a"}]"#))
+        #expect(store.all(User.self).map(\.id.rawValue) == ["u-a", "u-b", "u-c"])
+        #expect(store.all(Device.self).map(\.id.rawValue) == ["d-1", "d-2"])
+        #expect(store.all(Session.self).first?.user == EntityID("u-a"))
+        #expect(store.count == 7)
+        #expect(store.count(prefix: "u") == 3)
+        #expect(store.count(prefix: "zz") == 0)
+        #expect(store.countsByPrefix == ["u": 3, "d": 2, "x": 1, "s": 1])
+        #expect(store.ids(prefix: "d") == ["d-1", "d-2"])
+        #expect(store.allIDs() == ["d-1", "d-2", "s-1", "u-a", "u-b", "u-c", "x-1"])
+        try store.remove(["u-a", "x-1", "nope-1"])
+        #expect(store.countsByPrefix == ["u": 2, "d": 2, "s": 1])
+        try store.removeAll()
+        #expect(store.count == 0)
+        #expect(store.collections.isEmpty)
+    }
+
+    @Test func secondaryIndexLookup() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(
+            bytes(
+                #"[{"uuid":"u-2","email":"a@x"},{"uuid":"u-1","email":"a@x"},{"uuid":"u-3","email":"b@x"},{"uuid":"u-4"}]"#
+            ))
+        #expect(store.entities(where: \User.email, equals: "a@x").map(\.id.rawValue) == ["u-1", "u-2"])
+        #expect(store.entities(where: \User.email, equals: "b@x").map(\.id.rawValue) == ["u-3"])
+        #expect(store.entities(where: \User.email, equals: nil).map(\.id.rawValue) == ["u-4"])
+        // A changed value moves the record in the index; a removed record leaves it.
+        try store.ingest(bytes(#"{"uuid":"u-2","email":"b@x"}"#))
+        #expect(store.entities(where: \User.email, equals: "a@x").map(\.id.rawValue) == ["u-1"])
+        #expect(store.entities(where: \User.email, equals: "b@x").map(\.id.rawValue) == ["u-2", "u-3"])
+        try store.remove(EntityID<User>("u-3"))
+        #expect(store.entities(where: \User.email, equals: "b@x").map(\.id.rawValue) == ["u-2"])
+        #expect(store.snapshot().entities(where: \User.email, equals: "a@x").count == 1)
+    }
+
+    @Test func twoStoresNeverShareData() throws {
+        let a = Store(registry: try seedRegistry())
+        let b = Store(registry: try seedRegistry())
+        try a.ingest(bytes(#"{"uuid":"u-1","firstname":"A"}"#), endpoint: "/me")
+        #expect(b.count == 0)
+        #expect(b.collections.isEmpty)
+        try b.ingest(bytes(#"{"uuid":"u-1","firstname":"B"}"#), endpoint: "/me")
+        #expect(a.entity(EntityID<User>("u-1"))?.firstname == "A")
+        #expect(b.entity(EntityID<User>("u-1"))?.firstname == "B")
+        try a.removeAll()
+        #expect(b.count == 1)
+        #expect(b.collection(displayIdentifier: "/me")?.items == ["u-1"])
+    }
+
+    @Test func snapshotsDoNotChangeWithLaterWrites() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(bytes(#"{"uuid":"u-1","age":1}"#))
+        let snapshot = store.snapshot()
+        try store.ingest(bytes(#"[{"uuid":"u-1","age":2},{"uuid":"u-2"}]"#))
+        #expect(snapshot.entity(EntityID<User>("u-1"))?.age == 1)
+        #expect(snapshot.count == 1)
+        #expect(store.count == 2)
+    }
+
+    @Test func unknownPrefixesAreUntypedByDefault() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(bytes(#"{"uuid":"zz-1","a":[1,"two",null],"u":{"uuid":"u-1","age":3}}"#))
+        let record = try #require(store.record(id: "zz-1"))
+        guard case .untyped(let fields) = record.payload else {
+            Issue.record("not untyped")
+            return
+        }
+        #expect(fields == ["a": [1, "two", nil], "u": ["$ref": "u-1"]])
+        #expect(record.prefix == "zz")
+        #expect(store.entity(EntityID<User>("u-1"))?.age == 3)
+    }
+
+    @Test func unknownPrefixesCanBeIgnored() throws {
+        let store = Store(registry: try seedRegistry())
+        var options = IngestOptions()
+        options.unknownPrefix = .ignore
+        let result = try store.ingest(
+            bytes(#"[{"uuid":"zz-1","a":1,"u":{"uuid":"u-1","age":3}},{"uuid":"u-2"}]"#), options: options)
+        #expect(store.allIDs() == ["u-1", "u-2"])
+        #expect(result.taskCollection.items == ["u-1", "u-2"])
+    }
+
+    @Test func unknownPrefixesCanFailTheResponse() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(bytes(#"{"uuid":"u-9"}"#))
+        let before = fingerprint(store)
+        var options = IngestOptions()
+        options.unknownPrefix = .fail
+        let error = #expect(throws: IngestError.self) {
+            try store.ingest(bytes(#"{"data":[{"uuid":"u-1"},{"uuid":"zz-1","a":1}]}"#), options: options)
+        }
+        #expect(error?.code == .unknownPrefix)
+        #expect(error?.path == "$.data[1]")
+        #expect(error?.message.contains("zz-1") == true)
+        #expect(fingerprint(store) == before)
+    }
+}
