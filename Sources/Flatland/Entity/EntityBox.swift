@@ -49,7 +49,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     var value: E
     unowned let entityType: TypedEntityType<E>
 
-    init(id: String, type: TypedEntityType<E>) {
+    required init(id: String, type: TypedEntityType<E>) {
         value = E(id: EntityID(id))
         entityType = type
         super.init(id: id, classVersion: E.classVersion)
@@ -69,7 +69,8 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     override var presentKeys: [String] { present.indexes.map { entityType.fieldKeys[$0] } }
 
     override func decode(field index: Int, from reader: inout FieldReader) throws(FieldError) {
-        try entityType.fields[index].decode(&reader, &value)
+        let decode = entityType.rawDecoders[index]
+        try withUnsafeMutablePointer(to: &value) { (p) throws(FieldError) in try decode(&reader, p) }
         present.insert(index)
     }
 

@@ -75,6 +75,7 @@ public enum EntityIDFormat {
     }
 
     /// The length of the prefix of `<prefix>-<rest>` UTF-8 bytes, or nil.
+    @usableFromInline
     static func prefixLength(_ bytes: UnsafeRawBufferPointer) -> Int? {
         guard let first = bytes.first, first &- UInt8(ascii: "a") < 26 else { return nil }
         var i = 1

@@ -118,8 +118,14 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
     let indexes: [EntityIndex<E>]
     /// `prefix.name` of each index, made once.
     let indexKeys: [String]
+    /// The fields' decoders, in an array whose type does not depend on `E`.
+    let rawDecoders: [RawFieldDecoder]
+    /// The box class, looked up once.
+    let boxClass: TypedBox<E>.Type
 
     init() {
+        rawDecoders = E.fields.map { $0.accessor.rawDecode }
+        boxClass = TypedBox<E>.self
         fields = E.fields
         indexes = E.indexes
         indexKeys = E.indexes.map { "\(E.prefix).\($0.name)" }
@@ -128,7 +134,7 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
             classVersion: E.classVersion)
     }
 
-    override func makeDraft(id: String) -> EntityBox { TypedBox<E>(id: id, type: self) }
+    override func makeDraft(id: String) -> EntityBox { boxClass.init(id: id, type: self) }
 
     override func decodeRecord(id: String, fields object: JSONObject, classVersion: Int, dataVersion: Double?) throws
         -> EntityBox

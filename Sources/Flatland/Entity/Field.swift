@@ -12,13 +12,25 @@ import FlatlandJSON
 public struct Field<Root>: Sendable {
     /// The JSON key.
     public let key: String
-    let accessor: FieldAccessor<Root>
-    var keyPath: PartialKeyPath<Root> & Sendable { accessor.partialKeyPath }
+    @usableFromInline let accessor: FieldAccessor<Root>
+    var keyPath: PartialKeyPath<Root> & Sendable { accessor.keyPath }
 
     /// Declares that JSON key `key` fills the property at `keyPath`.
+    ///
+    /// The accessors are made here, in the module that declares the entity, so they are
+    /// compiled for the concrete property type rather than through generic witnesses.
+    @inlinable
     public init<Value: FieldValue>(_ key: String, _ keyPath: WritableKeyPath<Root, Value> & Sendable) {
         self.key = key
-        accessor = KeyPathAccessor(keyPath)
+        accessor = FieldAccessor(
+            keyPath: keyPath,
+            decode: { (reader, root) throws(FieldError) in root[keyPath: keyPath] = try Value.decode(from: &reader) },
+            encode: { root, writer in root[keyPath: keyPath].encode(to: &writer) },
+            copy: { source, destination in destination[keyPath: keyPath] = source[keyPath: keyPath] },
+            equal: { a, b in a[keyPath: keyPath] == b[keyPath: keyPath] },
+            rawDecode: { (reader, root) throws(FieldError) in
+                root.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath] = try Value.decode(from: &reader)
+            })
     }
 
     @inline(__always)
@@ -37,26 +49,35 @@ public struct Field<Root>: Sendable {
 
 /// How one field reads and writes its property: one object per field, so copying a `Field`
 /// costs one reference, not one per operation.
-class FieldAccessor<Root>: @unchecked Sendable {
-    var partialKeyPath: PartialKeyPath<Root> & Sendable { fatalError("abstract") }
-    func decode(_ reader: inout FieldReader, _ root: inout Root) throws(FieldError) {}
-    func encode(_ root: Root, _ writer: inout JSONWriter) {}
-    func copy(_ source: Root, _ destination: inout Root) {}
-    func equal(_ a: Root, _ b: Root) -> Bool { true }
+@usableFromInline
+final class FieldAccessor<Root>: Sendable {
+    let keyPath: PartialKeyPath<Root> & Sendable
+    let decode: @Sendable (inout FieldReader, inout Root) throws(FieldError) -> Void
+    let encode: @Sendable (Root, inout JSONWriter) -> Void
+    let copy: @Sendable (Root, inout Root) -> Void
+    let equal: @Sendable (Root, Root) -> Bool
+    /// ``decode`` on a pointer to the record, so generic code can call it without needing the
+    /// metadata of `Field<Root>`.
+    let rawDecode: RawFieldDecoder
+
+    @usableFromInline
+    init(
+        keyPath: PartialKeyPath<Root> & Sendable,
+        decode: @escaping @Sendable (inout FieldReader, inout Root) throws(FieldError) -> Void,
+        encode: @escaping @Sendable (Root, inout JSONWriter) -> Void,
+        copy: @escaping @Sendable (Root, inout Root) -> Void,
+        equal: @escaping @Sendable (Root, Root) -> Bool,
+        rawDecode: @escaping RawFieldDecoder
+    ) {
+        self.rawDecode = rawDecode
+        self.keyPath = keyPath
+        self.decode = decode
+        self.encode = encode
+        self.copy = copy
+        self.equal = equal
+    }
 }
 
-final class KeyPathAccessor<Root, Value: FieldValue>: FieldAccessor<Root>, @unchecked Sendable {
-    let keyPath: WritableKeyPath<Root, Value> & Sendable
-
-    init(_ keyPath: WritableKeyPath<Root, Value> & Sendable) { self.keyPath = keyPath }
-
-    override var partialKeyPath: PartialKeyPath<Root> & Sendable { keyPath }
-    override func decode(_ reader: inout FieldReader, _ root: inout Root) throws(FieldError) {
-        root[keyPath: keyPath] = try Value.decode(from: &reader)
-    }
-    override func encode(_ root: Root, _ writer: inout JSONWriter) { root[keyPath: keyPath].encode(to: &writer) }
-    override func copy(_ source: Root, _ destination: inout Root) {
-        destination[keyPath: keyPath] = source[keyPath: keyPath]
-    }
-    override func equal(_ a: Root, _ b: Root) -> Bool { a[keyPath: keyPath] == b[keyPath: keyPath] }
-}
+/// Decodes one field into the record at the pointer.
+@usableFromInline
+typealias RawFieldDecoder = @Sendable (inout FieldReader, UnsafeMutableRawPointer) throws(FieldError) -> Void

@@ -175,6 +175,7 @@ extension JSONNumber: FieldValue {
 
 extension Optional: FieldValue where Wrapped: FieldValue {
     /// `null` decodes as nil: that is how a response clears an optional field.
+    @inlinable
     public static func decode(from reader: inout FieldReader) throws(FieldError) -> Wrapped? {
         if try reader.readNull() { return nil }
         return try Wrapped.decode(from: &reader)
@@ -185,6 +186,7 @@ extension Optional: FieldValue where Wrapped: FieldValue {
 }
 
 extension Array: FieldValue where Element: FieldValue {
+    @inlinable
     public static func decode(from reader: inout FieldReader) throws(FieldError) -> [Element] {
         var items: [Element] = []
         try reader.readArray { (r) throws(FieldError) in items.append(try Element.decode(from: &r)) }
@@ -199,6 +201,7 @@ extension Array: FieldValue where Element: FieldValue {
 
 extension FieldValue where Self: RawRepresentable, RawValue: FieldValue {
     /// A raw-value enum decodes its raw value and fails on an unknown case.
+    @inlinable
     public static func decode(from reader: inout FieldReader) throws(FieldError) -> Self {
         let raw = try RawValue.decode(from: &reader)
         guard let value = Self(rawValue: raw) else { throw FieldError("unknown \(Self.self) value \(raw)") }
@@ -209,6 +212,7 @@ extension FieldValue where Self: RawRepresentable, RawValue: FieldValue {
 
 extension EntityID: FieldValue {
     /// An id decodes from a string id or from a nested entity that the ingestor stored.
+    @inlinable
     public static func decode(from reader: inout FieldReader) throws(FieldError) -> EntityID<E> {
         let t = try reader.next()
         guard t.kind == .string || t.kind == .reference else {

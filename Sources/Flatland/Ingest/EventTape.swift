@@ -118,15 +118,3 @@ struct EventTape {
         }
     }
 }
-
-/// A reader over a single scalar event, without recording it.
-func withScalarReader<R, E: Error>(
-    _ kind: FieldToken.Kind, _ bytes: UnsafeRawBufferPointer,
-    _ body: (inout FieldReader) throws(E) -> R
-) throws(E) -> R {
-    var token = TapeToken(kind: kind, start: 0, length: Int32(truncatingIfNeeded: bytes.count))
-    return try withUnsafePointer(to: &token) { (p) throws(E) -> R in
-        var reader = FieldReader(tokens: UnsafeBufferPointer(start: p, count: 1), storage: bytes)
-        return try body(&reader)
-    }
-}

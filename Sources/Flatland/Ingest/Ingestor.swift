@@ -88,10 +88,10 @@ public final class Ingestor: JSONEventHandler {
     public let endpoint: String?
     let taskID: String?
     private var parser: JSONStreamParser!
-    private var frames: [Frame] = []
-    private var tape = EventTape()
-    private var batch = PendingBatch()
-    private var skipped: [IngestError] = []
+    @exclusivity(unchecked) private var frames: [Frame] = []
+    @exclusivity(unchecked) private var tape = EventTape()
+    @exclusivity(unchecked) private var batch = PendingBatch()
+    @exclusivity(unchecked) private var skipped: [IngestError] = []
     private var failure: IngestError?
     private var finished = false
     private var cancelled = false
@@ -103,9 +103,11 @@ public final class Ingestor: JSONEventHandler {
     private let mayIdentifyAll: Bool
     private let versionKey: [UInt8]?
     /// The bytes of the current unknown member's key in the top entity frame.
-    private var unknownKey: [UInt8] = []
+    @exclusivity(unchecked) private var unknownKey: [UInt8] = []
     private let registry: EntityRegistry
-    private var lastType: EntityType?
+    /// The one token of a scalar handed to a field decoder.
+    private let scalarToken = UnsafeMutablePointer<TapeToken>.allocate(capacity: 1)
+    @exclusivity(unchecked) private var lastType: EntityType?
 
     init(store: Store, endpoint: String?, taskID: String?, options: IngestOptions) {
         self.store = store
@@ -121,6 +123,8 @@ public final class Ingestor: JSONEventHandler {
         versionKey = options.versionKey.map { Array($0.utf8) }
         parser = JSONStreamParser(handler: self, options: options.parser)
     }
+
+    deinit { scalarToken.deallocate() }
 
     /// Bytes read so far.
     public var bytesConsumed: Int { parser.bytesConsumed }
@@ -344,7 +348,7 @@ public final class Ingestor: JSONEventHandler {
         }
         let field = frames[t].field
         if field >= 0 || field == -3 {
-            try withScalarReader(kind, bytes) { (reader) throws(any Error) in try deliver(&reader, to: t) }
+            try deliverScalar(kind, bytes, to: t)
         }
     }
 
@@ -594,11 +598,7 @@ public final class Ingestor: JSONEventHandler {
             guard frames[p].kind == .entity else { break }
             if let id {
                 var id = id
-                try id.withUTF8 { utf8 in
-                    try withScalarReader(.reference, UnsafeRawBufferPointer(utf8)) { (reader) throws(any Error) in
-                        try deliver(&reader, to: p)
-                    }
-                }
+                try id.withUTF8 { utf8 in try deliverScalar(.reference, UnsafeRawBufferPointer(utf8), to: p) }
             } else {
                 try fieldValueEnded(frame, entity: p)
             }
@@ -619,6 +619,14 @@ public final class Ingestor: JSONEventHandler {
         }
         tape.truncate(to: frame.mark)
         try result.get()
+    }
+
+    /// Decodes one scalar (or reference) into the current field of entity frame `e`, through a
+    /// one-token reader that needs no allocation and no closure.
+    private func deliverScalar(_ kind: FieldToken.Kind, _ bytes: UnsafeRawBufferPointer, to e: Int) throws {
+        scalarToken.pointee = TapeToken(kind: kind, start: 0, length: Int32(truncatingIfNeeded: bytes.count))
+        var reader = FieldReader(tokens: UnsafeBufferPointer(start: scalarToken, count: 1), storage: bytes)
+        try deliver(&reader, to: e)
     }
 
     /// Decodes the current field of entity frame `e` from `reader`.
