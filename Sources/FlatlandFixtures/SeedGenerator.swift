@@ -176,8 +176,8 @@ public struct SeedGenerator: Sendable {
         writeDevice(&w, owner: "me")
         w.endObject()
         w.key("users")
-        // Users run about 1.2 KB each; estimate the count, then fill.
-        let perUser = 1200
+        // Users run about 950 bytes each; estimate the count, then fill.
+        let perUser = 950
         let count = max(1, (approximateBytes - w.bytes.count) / perUser)
         writeUserSlice(&w, offset: 0, count: count, total: count)
         w.endObject()

@@ -50,8 +50,11 @@ enum StreamingMemory {
         let input = try InputFile(path: file)
         try input.forEachChunk(size: 64 * 1024) { try ingestor.feed($0) }
         _ = try ingestor.finish()
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return String(Double(usage.ru_maxrss) / 1024)
+        // VmHWM, not getrusage: ru_maxrss survives exec and would report the parent's peak.
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        else { throw CLIFailure.invalid("cannot read VmHWM from /proc/self/status") }
+        return String(kilobytes / 1024)
     }
 }
