@@ -4,7 +4,7 @@ SWIFT ?= swift
 .PHONY: demo test deps build lint fuzz bench
 
 deps:
-	@./scripts/ensure-yajl.sh
+	@./scripts/ensure-deps.sh
 
 ## The main job: generate a seed-shaped response and show what Flatland does with it.
 demo: deps
