@@ -3,7 +3,12 @@
 # persistence module); installs them if not.
 set -euo pipefail
 
-have_yajl() { pkg-config --exists yajl 2>/dev/null && [ -f "$(pkg-config --variable=includedir yajl 2>/dev/null || echo /usr/include)/yajl/yajl_parse.h" ]; }
+have_yajl() {
+    pkg-config --exists yajl 2>/dev/null || return 1
+    local inc
+    inc=$(pkg-config --variable=includedir yajl 2>/dev/null)
+    [ -f "$inc/yajl_parse.h" ] || [ -f "$inc/yajl/yajl_parse.h" ]
+}
 have_sqlite() { [ "$(uname)" = "Darwin" ] || [ -f /usr/include/sqlite3.h ]; }
 
 if have_yajl && have_sqlite; then
