@@ -475,9 +475,11 @@ private func yajl_config_set(_ handle: yajl_handle, _ option: yajl_option, _ on:
     _ = flatland_yajl_config(handle, option, on ? 1 : 0)
 }
 
+/// Calls `body` with the parser behind libyajl's context pointer, without retaining it: the
+/// parser is alive for the whole `yajl_parse` call that invokes the callbacks.
 @inline(__always)
-private func parser(_ context: UnsafeMutableRawPointer?) -> JSONStreamParser {
-    Unmanaged<JSONStreamParser>.fromOpaque(context!).takeUnretainedValue()
+private func withParser(_ context: UnsafeMutableRawPointer?, _ body: (JSONStreamParser) -> Int32) -> Int32 {
+    Unmanaged<JSONStreamParser>.fromOpaque(context!)._withUnsafeGuaranteedRef(body)
 }
 
 /// libyajl keeps a pointer to its callbacks: one table for the life of the process.
@@ -485,17 +487,17 @@ nonisolated(unsafe) private let yajlCallbacks: UnsafeMutablePointer<yajl_callbac
     let table = UnsafeMutablePointer<yajl_callbacks>.allocate(capacity: 1)
     table.initialize(
         to: yajl_callbacks(
-            yajl_null: { parser($0).onEvent(4) },
-            yajl_boolean: { parser($0).onEvent($1 == 0 ? 5 : 6) },
+            yajl_null: { context in withParser(context) { $0.onEvent(4) } },
+            yajl_boolean: { context, value in withParser(context) { $0.onEvent(value == 0 ? 5 : 6) } },
             yajl_integer: nil,
             yajl_double: nil,
-            yajl_number: { parser($0).onNumber($1, $2) },
-            yajl_string: { parser($0).onString($1, $2, isKey: false) },
-            yajl_start_map: { parser($0).onEvent(0) },
-            yajl_map_key: { parser($0).onString($1, $2, isKey: true) },
-            yajl_end_map: { parser($0).onEvent(1) },
-            yajl_start_array: { parser($0).onEvent(2) },
-            yajl_end_array: { parser($0).onEvent(3) }
+            yajl_number: { context, a, b in withParser(context) { $0.onNumber(a, b) } },
+            yajl_string: { context, a, b in withParser(context) { $0.onString(a, b, isKey: false) } },
+            yajl_start_map: { context in withParser(context) { $0.onEvent(0) } },
+            yajl_map_key: { context, a, b in withParser(context) { $0.onString(a, b, isKey: true) } },
+            yajl_end_map: { context in withParser(context) { $0.onEvent(1) } },
+            yajl_start_array: { context in withParser(context) { $0.onEvent(2) } },
+            yajl_end_array: { context in withParser(context) { $0.onEvent(3) } }
         ))
     return table
 }()

@@ -203,6 +203,21 @@ struct StrictScanner {
                 let limitIndex = stringStart + stringLimit - start
                 let stop = limitIndex < n ? max(limitIndex, i) : n
                 var c: UInt8 = 0
+                // Eight bytes at a time while none is a quote, a backslash or non-ASCII (SWAR:
+                // the lowest flagged byte is always a true match, so no byte is skipped wrongly).
+                while i &+ 8 <= stop {
+                    let x = UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self)
+                    let q = x ^ 0x2222_2222_2222_2222
+                    let b = x ^ 0x5C5C_5C5C_5C5C_5C5C
+                    let flagged =
+                        (((q &- 0x0101_0101_0101_0101) & ~q) | ((b &- 0x0101_0101_0101_0101) & ~b) | x)
+                        & 0x8080_8080_8080_8080
+                    if flagged != 0 {
+                        i &+= flagged.trailingZeroBitCount &>> 3
+                        break
+                    }
+                    i &+= 8
+                }
                 while i < stop {
                     c = stringClass[Int(base[i])]
                     if c != 0 { break }
