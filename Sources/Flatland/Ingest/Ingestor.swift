@@ -383,17 +383,18 @@ public final class Ingestor: JSONEventHandler {
         if frame.undecided, tape.storage.count > options.maxPendingObjectBytes { forceContainers() }
     }
 
-    private func currentKey(_ frame: Frame) -> String? {
-        if frame.kind == .entity {
-            if frame.field >= 0, let type = frame.draft?.type { return type.fieldKeys[frame.field] }
-            if frame.field == -1, frame.key == nil { return String(decoding: unknownKey, as: UTF8.self) }
+    private func currentKey(_ t: Int) -> String? {
+        if frames[t].kind == .entity {
+            let field = frames[t].field
+            if field >= 0, let type = frames[t].draft?.type { return type.fieldKeys[field] }
+            if field == -1, frames[t].key == nil { return String(decoding: unknownKey, as: UTF8.self) }
         }
-        return frame.key
+        return frames[t].key
     }
 
     /// The key a child of entity frame `t` sits under, kept on the frame for paths.
     private func childKey(_ t: Int) -> String? {
-        let key = currentKey(frames[t])
+        let key = currentKey(t)
         if frames[t].field == -1 { frames[t].key = key }
         return key
     }
@@ -665,12 +666,12 @@ public final class Ingestor: JSONEventHandler {
     private func path(through last: Int) -> String {
         var path = "$"
         guard last >= 0 else { return path }
-        for frame in frames[...last] {
-            switch frame.kind {
+        for i in 0...last {
+            switch frames[i].kind {
             case .array:
-                path += "[\(frame.index)]"
+                path += "[\(frames[i].index)]"
             default:
-                if let key = currentKey(frame) { path += "." + key }
+                if let key = currentKey(i) { path += "." + key }
             }
         }
         return path
