@@ -14,7 +14,7 @@ struct FlatlandCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flatland",
         abstract: "Parse, ingest and inspect JSON the way Flatland does.",
-        subcommands: [ParseCommand.self, IngestCommand.self, BenchCommand.self, DemoCommand.self]
+        subcommands: [ParseCommand.self, IngestCommand.self, GenerateCommand.self, BenchCommand.self, DemoCommand.self]
     )
 
     static func main() async {
