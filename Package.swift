@@ -43,5 +43,12 @@ let package = Package(
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),
         .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON"]),
+        .testTarget(
+            name: "FlatlandSQLiteTests",
+            dependencies: [
+                "FlatlandSQLite", "Flatland", "FlatlandJSON", "FlatlandFixtures", "FlatlandCLI",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
     ]
 )

@@ -119,6 +119,8 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             return self.pool
         }
         guard let pool else { return }
+        // Fold the log into the file, so a closed store is one self-contained file.
+        _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         try? pool.close()
         OpenFiles.release(key)
         if options.removeFilesOnClose { try? Self.removeFiles(atPath: path) }
