@@ -26,7 +26,10 @@ let package = Package(
         .target(name: "Flatland", dependencies: ["FlatlandJSON"]),
         .target(
             name: "FlatlandSQLite",
-            dependencies: ["Flatland", "FlatlandJSON", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "Flatland", "FlatlandJSON", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         .executableTarget(
             name: "FlatlandCLI",

@@ -51,6 +51,10 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
     /// The last `touched` value given to a collection: which collection of a display
     /// identifier was written last.
     private var touched: Int64
+    /// About how many bytes were written to the log since the last checkpoint was scheduled.
+    private var logBytes = 0
+    /// Log bytes after which a checkpoint is scheduled.
+    static let checkpointThreshold = 4 << 20
 
     /// Opens (creating if needed) the store file of one user in one environment.
     public convenience init(location: SQLiteStoreLocation, options: Options = Options()) throws(SQLiteStoreError) {
@@ -81,7 +85,10 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             configuration.label = "Flatland"
             configuration.busyMode = .timeout(10)
             configuration.prepareDatabase { db in
+                // Committed batches survive a crash of the process (they are in the log); the log
+                // is synced when it is checkpointed, which happens off the ingest path (below).
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
             }
             let pool = try SQLiteStoreError.wrap(path: path) {
                 try DatabasePool(path: path, configuration: configuration)
@@ -197,38 +204,70 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
     // MARK: StorePersistence
 
     /// Writes one batch in one transaction.
+    ///
+    /// SQLite's automatic checkpoint would fold the log into the file inside the commit, with
+    /// the ingest waiting for its disk syncs. Instead, once a few megabytes were logged, a passive
+    /// checkpoint is queued on the writer's queue: the ingest returns as soon as the batch is
+    /// committed, and the next write waits for the checkpoint only if it is still running.
     public func write(_ batch: PersistedBatch) throws {
         let pool = try database()
-        try SQLiteStoreError.wrap(path: path) {
+        let written = try SQLiteStoreError.wrap(path: path) {
             try pool.write { db in try write(batch, db) }
         }
+        let due = state.withLock {
+            logBytes += written
+            guard logBytes >= Self.checkpointThreshold else { return false }
+            logBytes = 0
+            return true
+        }
+        if due { pool.asyncWriteWithoutTransaction { db in _ = try? db.checkpoint(.passive) } }
     }
 
-    private func write(_ batch: PersistedBatch, _ db: Database) throws {
+    /// Writes the batch; returns about how many bytes it logged.
+    private func write(_ batch: PersistedBatch, _ db: Database) throws -> Int {
+        var bytes = 0
         var counts: [String: Int] = [:]
         if !batch.records.isEmpty {
-            let insert = try db.cachedStatement(
+            let insert = try RawStatement(
+                db,
                 sql: """
                     INSERT OR IGNORE INTO entities (id, type, class_version, data_version, present, fields)
                     VALUES (?, ?, ?, ?, ?, ?)
                     """)
-            let update = try db.cachedStatement(
-                sql: "UPDATE entities SET class_version = ?, data_version = ?, present = ?, fields = ? WHERE id = ?")
-            let index = try db.cachedStatement(
-                sql: "INSERT OR REPLACE INTO entity_index (id, name, value) VALUES (?, ?, ?)")
-            for record in batch.records {
-                let fields = Data(record.fieldsJSON)
-                let present = Self.presentText(record.presentFields)
-                try insert.execute(arguments: [
-                    record.id, record.prefix, record.classVersion, record.dataVersion, present, fields,
-                ])
-                if db.changesCount == 0 {
-                    try update.execute(arguments: [record.classVersion, record.dataVersion, present, fields, record.id])
+            let update = try RawStatement(
+                db, sql: "UPDATE entities SET class_version = ?, data_version = ?, present = ?, fields = ? WHERE id = ?"
+            )
+            let index = try RawStatement(
+                db, sql: "INSERT OR REPLACE INTO entity_index (id, name, value) VALUES (?, ?, ?)")
+            let encoded = Self.encode(batch.records)
+            for (record, row) in zip(batch.records, encoded) {
+                let (fields, present) = row
+                bytes += fields.count + 64
+                insert.reset()
+                insert.bind(1, record.id)
+                insert.bind(2, record.prefix)
+                insert.bind(3, record.classVersion)
+                insert.bind(4, record.dataVersion)
+                insert.bind(5, present)
+                insert.bind(6, blob: fields)
+                try insert.run()
+                if insert.changes == 0 {
+                    update.reset()
+                    update.bind(1, record.classVersion)
+                    update.bind(2, record.dataVersion)
+                    update.bind(3, present)
+                    update.bind(4, blob: fields)
+                    update.bind(5, record.id)
+                    try update.run()
                 } else {
                     counts[record.prefix, default: 0] += 1
                 }
                 for entry in record.indexEntries {
-                    try index.execute(arguments: [record.id, entry.index, entry.value])
+                    index.reset()
+                    index.bind(1, record.id)
+                    index.bind(2, entry.index)
+                    index.bind(3, entry.value)
+                    try index.run()
                 }
             }
         }
@@ -251,13 +290,17 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
                     """)
             for (type, delta) in counts where delta != 0 { try count.execute(arguments: [type, delta]) }
         }
-        for collection in batch.collections { try write(collection, db) }
+        for collection in batch.collections {
+            try write(collection, db)
+            bytes += 64 + collection.items.count * 48
+        }
         for id in batch.removedCollections {
             if let seq = try Int64.fetchOne(db, sql: "SELECT seq FROM collections WHERE id = ?", arguments: [id]) {
                 try db.execute(sql: "DELETE FROM collection_items WHERE seq = ?", arguments: [seq])
                 try db.execute(sql: "DELETE FROM collections WHERE seq = ?", arguments: [seq])
             }
         }
+        return bytes + batch.removed.count * 64
     }
 
     private func write(_ collection: EntityCollection, _ db: Database) throws {
@@ -284,6 +327,27 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             guard let id else { continue }
             try item.execute(arguments: [seq, position, id])
         }
+    }
+
+    /// The fields and present keys of each record as stored. A big batch is encoded on every
+    /// core: records are immutable, and encoding is most of the work of writing them.
+    static func encode(_ records: [EntityRecord]) -> [(fields: [UInt8], present: String)] {
+        @Sendable func row(_ record: EntityRecord) -> (fields: [UInt8], present: String) {
+            (record.fieldsJSON, presentText(record.presentFields))
+        }
+        let workers = min(ProcessInfo.processInfo.activeProcessorCount, records.count / 256)
+        guard workers > 1 else { return records.map(row) }
+        let rows = UnsafeMutableBufferPointer<(fields: [UInt8], present: String)>.allocate(capacity: records.count)
+        defer { rows.deallocate() }
+        let output = SendablePointer(base: rows.baseAddress!)
+        let per = (records.count + workers - 1) / workers
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            let range = worker * per..<min(records.count, (worker + 1) * per)
+            for i in range { (output.base + i).initialize(to: row(records[i])) }
+        }
+        let result = Array(rows)
+        _ = rows.deinitialize()
+        return result
     }
 
     /// The present fields as a JSON array of keys.
@@ -364,6 +428,11 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         _ = try database()
         return try reader.collections(kind: kind)
     }
+}
+
+/// A pointer that worker threads write disjoint elements through.
+private struct SendablePointer<Element>: @unchecked Sendable {
+    let base: UnsafeMutablePointer<Element>
 }
 
 /// The store files this process has open: each is opened once.

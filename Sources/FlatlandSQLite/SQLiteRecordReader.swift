@@ -28,11 +28,19 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
     }
 
     static func loadRecords(_ db: Database, ids: [String]) throws -> [StoredRecord] {
-        let statement = try db.cachedStatement(sql: "SELECT \(recordColumns) FROM entities WHERE id = ?")
+        let select = try RawStatement(db, sql: "SELECT \(recordColumns) FROM entities WHERE id = ?")
         var found: [StoredRecord] = []
         for id in ids {
-            if let row = try Row.fetchOne(statement, arguments: [id]) { found.append(record(row)) }
+            select.reset()
+            select.bind(1, id)
+            if try select.next() {
+                found.append(
+                    StoredRecord(
+                        id: select.text(0), prefix: select.text(1), classVersion: select.int(2),
+                        dataVersion: select.double(3), fields: select.bytes(4)))
+            }
         }
+        select.reset()
         return found
     }
 

@@ -265,7 +265,14 @@ public final class Store: StoreReader, @unchecked Sendable {
             try persistence?.write(
                 PersistedBatch(records: written.map { EntityRecord($0.box) }, removed: [], collections: collections))
             // ...then apply them in place.
-            for entry in written { contents.put(entry.box, replacing: entry.old) }
+            if let backing = contents.backing, let capacity = backing.cache?.capacity, written.count > capacity {
+                // A batch bigger than a lazy store's cache: only its last records are kept.
+                let skipped = written.count - capacity
+                for entry in written.prefix(skipped) { backing.cache?.remove(entry.box.id) }
+                for entry in written.dropFirst(skipped) { backing.cache?.put(entry.box) }
+            } else {
+                for entry in written { contents.put(entry.box, replacing: entry.old) }
+            }
             for collection in collections { contents.putCollection(collection) }
         }
         notify(changes)
