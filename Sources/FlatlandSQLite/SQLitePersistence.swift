@@ -89,6 +89,9 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
                 // is synced when it is checkpointed, which happens off the ingest path (below).
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+                // A big batch's pages stay in memory until the commit instead of spilling to the
+                // log again and again (the id index takes inserts all over).
+                try db.execute(sql: "PRAGMA cache_size = -65536")
             }
             let pool = try SQLiteStoreError.wrap(path: path) {
                 try DatabasePool(path: path, configuration: configuration)
