@@ -19,7 +19,8 @@ import GRDB
 ///
 /// The file is in WAL mode: one writer (the store, under its lock) and concurrent readers
 /// (snapshots). A file is opened once per process; opening it again throws
-/// ``SQLiteStoreError/Code/alreadyOpen``.
+/// ``SQLiteStoreError/Code/alreadyOpen``. Give a persistence to one store only: the store's
+/// cache assumes it is the only writer.
 public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable {
     /// How a store file is opened.
     public struct Options: Sendable {
