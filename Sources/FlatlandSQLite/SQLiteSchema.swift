@@ -57,6 +57,7 @@ enum SQLiteSchema {
             name: "v2-index-by-type-and-counts",
             sql: """
                 CREATE INDEX entities_by_type ON entities (type, class_version);
+                CREATE INDEX collections_touched ON collections (touched);
                 CREATE TABLE type_counts (type TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID;
                 INSERT INTO type_counts (type, count) SELECT type, count(*) FROM entities GROUP BY type;
                 """),
