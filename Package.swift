@@ -7,11 +7,13 @@ let package = Package(
         .library(name: "FlatlandJSON", targets: ["FlatlandJSON"]),
         .library(name: "Flatland", targets: ["Flatland"]),
         .library(name: "FlatlandFixtures", targets: ["FlatlandFixtures"]),
+        .library(name: "FlatlandSQLite", targets: ["FlatlandSQLite"]),
         .executable(name: "flatland", targets: ["FlatlandCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -22,19 +24,34 @@ let package = Package(
         .target(name: "FlatlandJSON", dependencies: ["CYAJL"]),
         .target(name: "FlatlandFixtures", dependencies: ["Flatland", "FlatlandJSON"]),
         .target(name: "Flatland", dependencies: ["FlatlandJSON"]),
+        .target(
+            name: "FlatlandSQLite",
+            dependencies: [
+                "Flatland", "FlatlandJSON", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
+        ),
         .executableTarget(
             name: "FlatlandCLI",
             dependencies: [
                 "Flatland",
                 "FlatlandJSON",
                 "FlatlandFixtures",
+                "FlatlandSQLite",
                 "CYAJL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ]
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON"]),
-        .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures"]),
+        .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),
         .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON"]),
+        .testTarget(
+            name: "FlatlandSQLiteTests",
+            dependencies: [
+                "FlatlandSQLite", "Flatland", "FlatlandJSON", "FlatlandFixtures", "FlatlandCLI",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
     ]
 )

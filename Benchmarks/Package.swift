@@ -10,7 +10,7 @@ let package = Package(
         .package(name: "Flatland", path: ".."),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
-    targets: ["ParseBench", "IngestBench", "StoreBench"].map { name in
+    targets: ["ParseBench", "IngestBench", "StoreBench", "PersistBench"].map { name in
         .executableTarget(
             name: name,
             dependencies: [
@@ -18,6 +18,7 @@ let package = Package(
                 .product(name: "Flatland", package: "Flatland"),
                 .product(name: "FlatlandJSON", package: "Flatland"),
                 .product(name: "FlatlandFixtures", package: "Flatland"),
+                .product(name: "FlatlandSQLite", package: "Flatland"),
             ],
             path: "Benchmarks/\(name)",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]

@@ -14,7 +14,10 @@ struct FlatlandCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flatland",
         abstract: "Parse, ingest and inspect JSON the way Flatland does.",
-        subcommands: [ParseCommand.self, IngestCommand.self, GenerateCommand.self, BenchCommand.self, DemoCommand.self]
+        subcommands: [
+            ParseCommand.self, IngestCommand.self, DumpCommand.self, GenerateCommand.self, BenchCommand.self,
+            SQLiteBenchCommand.self, DemoCommand.self, PersistStreamCommand.self,
+        ]
     )
 
     static func main() async {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Flatland
 import FlatlandJSON
+import FlatlandSQLite
+import Foundation
 
 /// `flatland ingest`: responses into an untyped store, as an SDK would see them.
 struct IngestCommand: ParsableCommand {
@@ -12,6 +14,8 @@ struct IngestCommand: ParsableCommand {
             of type <prefix>. Each FILE is one response, applied in order, all or nothing; the first
             file that fails stops the run with 'error: FILE:LINE:COLUMN: message' (exit 1).
             --dump prints JSON Lines: entities by uuid, tasks in file order, endpoints by name.
+            With --store the store is a SQLite file (created if needed, added to if it exists):
+            'flatland dump --store PATH' later prints the same JSON Lines.
             """
     )
 
@@ -30,6 +34,9 @@ struct IngestCommand: ParsableCommand {
     @Flag(help: "Print the store and its collections as JSON Lines.")
     var dump = false
 
+    @Option(help: "Keep the store in this SQLite file (created if needed) instead of in memory.")
+    var store: String?
+
     @Argument(help: "The response files, in order (- for standard input).")
     var files: [String]
 
@@ -39,7 +46,7 @@ struct IngestCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = Store()
+        let store = try Self.openStore(path: self.store)
         let options = IngestOptions(resolver: PrefixedIDResolver(key: idKey), versionKey: versionKey)
         var bytes = 0
         var failure: CLIFailure?
@@ -72,6 +79,33 @@ struct IngestCommand: ParsableCommand {
             )
         }
         if let failure { throw failure }
+    }
+}
+
+extension IngestCommand {
+    /// An untyped store: in memory, or in the SQLite file at `path`.
+    static func openStore(path: String?) throws(CLIFailure) -> Store {
+        guard let path else { return Store() }
+        do {
+            return Store(persistence: try SQLitePersistence(path: path))
+        } catch {
+            throw CLIFailure.usage(error.description)
+        }
+    }
+}
+
+/// `flatland dump`: a store file as JSON Lines.
+struct DumpCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump",
+        abstract: "Print a SQLite store file as JSON Lines, as 'ingest --dump' prints its store.")
+
+    @Option(help: "The SQLite store file (written by 'ingest --store').")
+    var store: String
+
+    func run() throws {
+        guard FileManager.default.fileExists(atPath: store) else { throw CLIFailure.usage("\(store): no such file") }
+        StoreDump.write(try IngestCommand.openStore(path: store), idKey: "uuid")
     }
 }
 

@@ -24,15 +24,16 @@ struct AtomicityTests {
         }
     }
 
-    static func seeded() throws -> Store {
-        let store = Store(registry: try seedRegistry())
+    static func seeded(_ backend: StoreBackend) throws -> Store {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(base), endpoint: "/users?offset=0")
         return store
     }
 
-    @Test(arguments: Damage.allCases, [1, 7, 64, Int.max])
-    func aResponseFailingAtTheEndLeavesTheStoreAsItWas(damage: Damage, chunkSize: Int) throws {
-        let store = try Self.seeded()
+    @Test(arguments: Damage.allCases, StoreBackend.each([1, 7, 64, Int.max]))
+    func aResponseFailingAtTheEndLeavesTheStoreAsItWas(damage: Damage, setup: (StoreBackend, Int)) throws {
+        let (backend, chunkSize) = setup
+        let store = try Self.seeded(backend)
         let before = fingerprint(store)
         let snapshotBefore = store.snapshot()
         #expect(throws: IngestError.self) {
@@ -46,13 +47,13 @@ struct AtomicityTests {
         #expect(store.entity(EntityID<User>("u-1"))?.age == 99)
     }
 
-    @Test(arguments: [1, 7, 64, Int.max])
-    func chunkSizeDoesNotChangeTheResult(chunkSize: Int) throws {
+    @Test(arguments: StoreBackend.allCases, [1, 7, 64, Int.max])
+    func chunkSizeDoesNotChangeTheResult(backend: StoreBackend, chunkSize: Int) throws {
         var generator = SeedGenerator(seed: 7)
         let document = generator.document(approximateBytes: 30_000)
-        let whole = Store(registry: try seedRegistry())
+        let whole = try backend.store(registry: try seedRegistry())
         try whole.ingest(document, endpoint: "/users?offset=0", taskID: "t")
-        let chunked = Store(registry: try seedRegistry())
+        let chunked = try backend.store(registry: try seedRegistry())
         let ingestor = chunked.makeIngestor(endpoint: "/users?offset=0", taskID: "t")
         var start = 0
         while start < document.count {
@@ -72,9 +73,9 @@ struct AtomicityTests {
                 == chunked.collections.map { [$0.displayIdentifier] + $0.items.map { $0 ?? "-" } })
     }
 
-    @Test(arguments: [1, 7, 64])
-    func cancellationMidStreamLeavesTheStoreUnchanged(chunkSize: Int) throws {
-        let store = try Self.seeded()
+    @Test(arguments: StoreBackend.allCases, [1, 7, 64])
+    func cancellationMidStreamLeavesTheStoreUnchanged(backend: StoreBackend, chunkSize: Int) throws {
+        let store = try Self.seeded(backend)
         let before = fingerprint(store)
         let document = bytes(Self.update)
         let ingestor = store.makeIngestor(endpoint: "/users?offset=1")
@@ -92,8 +93,8 @@ struct AtomicityTests {
         #expect(fingerprint(store) == before)
     }
 
-    @Test func cancelBeforeFinishAppliesNothing() throws {
-        let store = try Self.seeded()
+    @Test(arguments: StoreBackend.allCases) func cancelBeforeFinishAppliesNothing(backend: StoreBackend) throws {
+        let store = try Self.seeded(backend)
         let before = fingerprint(store)
         let ingestor = store.makeIngestor()
         try ingestor.feed(bytes(Self.update))
@@ -102,8 +103,8 @@ struct AtomicityTests {
         #expect(fingerprint(store) == before)
     }
 
-    @Test func anIngestorFinishesOnce() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func anIngestorFinishesOnce(backend: StoreBackend) throws {
+        let store = try backend.store()
         let ingestor = store.makeIngestor()
         try ingestor.feed(bytes(#"{"uuid":"x-1"}"#))
         _ = try ingestor.finish()
@@ -112,8 +113,8 @@ struct AtomicityTests {
         #expect(store.collections.count == 1)
     }
 
-    @Test func aFailedIngestorKeepsFailing() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func aFailedIngestorKeepsFailing(backend: StoreBackend) throws {
+        let store = try backend.store()
         let ingestor = store.makeIngestor()
         #expect(throws: IngestError.self) { try ingestor.feed(bytes(#"{"uuid":"x-1",]"#)) }
         #expect(throws: IngestError.self) { try ingestor.feed(bytes("}")) }
@@ -121,8 +122,8 @@ struct AtomicityTests {
         #expect(store.count == 0)
     }
 
-    @Test func errorsInvolvingTheParserCarryALocation() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func errorsInvolvingTheParserCarryALocation(backend: StoreBackend) throws {
+        let store = try backend.store()
         let error = #expect(throws: IngestError.self) { try store.ingest(bytes("[{\"uuid\":\"x-1\"},\n  nope]")) }
         #expect(error?.code == .json)
         #expect(error?.location?.line == 2)

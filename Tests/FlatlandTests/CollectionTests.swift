@@ -4,8 +4,10 @@ import Testing
 
 @Suite("Collections")
 struct CollectionTests {
-    @Test func taskCollectionHoldsTopLevelEntitiesInDocumentOrderOnce() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func taskCollectionHoldsTopLevelEntitiesInDocumentOrderOnce(
+        backend: StoreBackend
+    ) throws {
+        let store = try backend.store(registry: try seedRegistry())
         let taskID = EntityID<Session>.generate().rawValue
         let result = try store.ingest(
             bytes(
@@ -21,8 +23,10 @@ struct CollectionTests {
         #expect(result.endpointCollection == nil)
     }
 
-    @Test func eachTaskGetsItsOwnIdentifierWhenNoneIsGiven() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func eachTaskGetsItsOwnIdentifierWhenNoneIsGiven(backend: StoreBackend)
+        throws
+    {
+        let store = try backend.store()
         let a = try store.ingest(bytes(#"{"uuid":"x-1"}"#))
         let b = try store.ingest(bytes(#"{"uuid":"x-1"}"#))
         #expect(a.taskCollection.displayIdentifier != b.taskCollection.displayIdentifier)
@@ -50,8 +54,8 @@ struct CollectionTests {
         )
     }
 
-    @Test func slicesOutOfOrderLandAtAbsolutePositions() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func slicesOutOfOrderLandAtAbsolutePositions(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         let endpoint = "/users/friends/?gender=male"
         var expected: [String?] = []
         func place(_ ids: [String?], at offset: Int) {
@@ -86,8 +90,8 @@ struct CollectionTests {
         #expect(store.collections(kind: .task).map(\.items) == [["u-4", "u-5"], ["u-0"], ["u-2", "u-3"]])
     }
 
-    @Test func aLaterPageOverwritesItsPositions() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func aLaterPageOverwritesItsPositions(backend: StoreBackend) throws {
+        let store = try backend.store()
         try store.ingest(
             bytes(#"{"offset":0,"total":3,"data":[{"uuid":"x-1"},{"uuid":"x-2"}]}"#), endpoint: "/x?offset=0")
         try store.ingest(
@@ -95,8 +99,10 @@ struct CollectionTests {
         #expect(store.collection(displayIdentifier: "/x")?.items == ["x-1", "x-9", "x-3"])
     }
 
-    @Test func aNonSliceResponseReplacesTheEndpointCollection() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func aNonSliceResponseReplacesTheEndpointCollection(backend: StoreBackend)
+        throws
+    {
+        let store = try backend.store()
         try store.ingest(bytes(Self.page(offset: 10, count: 2, total: 47).text), endpoint: "/u?offset=10")
         #expect(store.collection(displayIdentifier: "/u")?.items.count == 12)
         let result = try store.ingest(bytes(#"[{"uuid":"x-1"},{"uuid":"x-2","k":{"uuid":"x-3"}}]"#), endpoint: "/u")
@@ -107,8 +113,8 @@ struct CollectionTests {
         #expect(store.collections(kind: .endpoint).count == 1)
     }
 
-    @Test func nestedSlicesAreNotTheResponsesSlice() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func nestedSlicesAreNotTheResponsesSlice(backend: StoreBackend) throws {
+        let store = try backend.store()
         try store.ingest(
             bytes(#"{"uuid":"x-1","page":{"offset":5,"total":9,"data":[{"uuid":"x-2"}]}}"#), endpoint: "/n")
         let collection = try #require(store.collection(displayIdentifier: "/n"))
@@ -116,8 +122,8 @@ struct CollectionTests {
         #expect(collection.total == 1)
     }
 
-    @Test func anEnvelopedSliceIsFound() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func anEnvelopedSliceIsFound(backend: StoreBackend) throws {
+        let store = try backend.store()
         try store.ingest(
             bytes(#"{"meta":{"v":1},"result":{"data":[{"uuid":"x-2"},{"uuid":"x-3"}],"offset":3,"total":9}}"#),
             endpoint: "/env")

@@ -34,8 +34,8 @@ struct ConcurrencyTests {
         return n
     }
 
-    @Test func readersSeeWholeBatchesOnly() async throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func readersSeeWholeBatchesOnly(backend: StoreBackend) async throws {
+        let store = try backend.store()
         let done = Box(false)
         let seen = Box<[Int]>([])
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -72,8 +72,8 @@ struct ConcurrencyTests {
         #expect(seen.current.count >= 15)
     }
 
-    @Test func concurrentIngestsIntoOneStore() async throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func concurrentIngestsIntoOneStore(backend: StoreBackend) async throws {
+        let store = try backend.store(registry: try seedRegistry())
         try await withThrowingTaskGroup(of: Void.self) { group in
             for w in 0..<4 {
                 group.addTask {

@@ -34,10 +34,10 @@ struct EncodingTests {
         Date(timeIntervalSince1970: 951_782_400.001),  // 2000-02-29
     ]
 
-    @Test(arguments: dates)
-    func decodingWhatWasEncodedGivesTheSameEntity(created: Date) throws {
+    @Test(arguments: StoreBackend.allCases, dates)
+    func decodingWhatWasEncodedGivesTheSameEntity(backend: StoreBackend, created: Date) throws {
         let user = Self.fullUser(created: created)
-        let store = Store(registry: try seedRegistry())
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(user.jsonObject())
         let decoded = try #require(store.entity(user.id))
         #expect(decoded == user)
@@ -51,20 +51,23 @@ struct EncodingTests {
         #expect(value["created"] == "2024-03-01T12:34:56.789Z")
     }
 
-    @Test(arguments: [
-        ("2024-03-01T12:34:56.789Z", 1_709_296_496.789),
-        ("2024-03-01T14:34:56.789+02:00", 1_709_296_496.789),
-        ("2024-03-01T12:34:56Z", 1_709_296_496.0),
-        ("2024-03-01t12:34:56.5z", 1_709_296_496.5),
-    ])
-    func datesDecodeFromISO8601(text: String, seconds: Double) throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(
+        arguments: StoreBackend.allCases,
+        [
+            ("2024-03-01T12:34:56.789Z", 1_709_296_496.789),
+            ("2024-03-01T14:34:56.789+02:00", 1_709_296_496.789),
+            ("2024-03-01T12:34:56Z", 1_709_296_496.0),
+            ("2024-03-01t12:34:56.5z", 1_709_296_496.5),
+        ])
+    func datesDecodeFromISO8601(backend: StoreBackend, example: (String, Double)) throws {
+        let (text, seconds) = example
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"{"uuid":"u-1","created":"\#(text)"}"#))
         let created = try #require(store.entity(EntityID<User>("u-1"))?.created)
         #expect(abs(created.timeIntervalSince1970 - seconds) < 1e-6)
     }
 
-    @Test func onlySomeFieldsForAPartialBody() throws {
+    @Test(arguments: StoreBackend.allCases) func onlySomeFieldsForAPartialBody(backend: StoreBackend) throws {
         let user = Self.fullUser(created: Date(timeIntervalSince1970: 10))
         let value = try JSONValue(parsing: user.jsonObject(only: ["age", "address"]))
         guard case .object(let object) = value else {
@@ -77,7 +80,7 @@ struct EncodingTests {
         #expect(value["address"] == ["city": "Zürich", "zip": nil])
 
         // Applied to a store that knows the user, it changes those fields only.
-        let store = Store(registry: try seedRegistry())
+        let store = try backend.store(registry: try seedRegistry())
         var old = user
         old.age = 1
         old.address = nil
@@ -87,7 +90,7 @@ struct EncodingTests {
         #expect(result.changes.updated.first?.fields == ["age", "address"])
     }
 
-    @Test func customIDKeyAndTheWriter() throws {
+    @Test(arguments: StoreBackend.allCases) func customIDKeyAndTheWriter(backend: StoreBackend) throws {
         let user = Self.fullUser(created: Date(timeIntervalSince1970: 10))
         var writer = JSONWriter()
         writer.beginArray()
@@ -100,7 +103,7 @@ struct EncodingTests {
                 ["id": .string(user.id.rawValue), "firstname": .string(user.firstname)],
                 ["id": .string(user.id.rawValue)],
             ])
-        let store = Store(registry: try seedRegistry())
+        let store = try backend.store(registry: try seedRegistry())
         var options = IngestOptions()
         options.resolver = PrefixedIDResolver(key: "id")
         try store.ingest(writer.bytes, options: options)
@@ -108,12 +111,12 @@ struct EncodingTests {
         #expect(store.record(user.id)?.presentFields == ["firstname"])
     }
 
-    @Test func recordFieldsRestoreToTheSameEntity() throws {
+    @Test(arguments: StoreBackend.allCases) func recordFieldsRestoreToTheSameEntity(backend: StoreBackend) throws {
         let user = Self.fullUser(created: Date(timeIntervalSince1970: 1_709_296_496.789))
-        let store = Store(registry: try seedRegistry())
+        let store = try backend.store(registry: try seedRegistry())
         try store.upsert(user)
         let record = try #require(store.record(user.id))
-        let other = Store(registry: try seedRegistry())
+        let other = try backend.store(registry: try seedRegistry())
         let restored = try other.restore(
             id: record.id, prefix: record.prefix, fields: record.fields, classVersion: record.classVersion,
             dataVersion: record.dataVersion)
@@ -122,8 +125,8 @@ struct EncodingTests {
         #expect(other.record(user.id)?.presentFields == record.presentFields)
     }
 
-    @Test func nestedEntitiesEncodeAsTheirIDs() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func nestedEntitiesEncodeAsTheirIDs(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"{"uuid":"s-1","user":{"uuid":"u-1","firstname":"A"},"device":{"uuid":"d-1"}}"#))
         let record = try #require(store.record(id: "s-1"))
         #expect(canonical(.object(record.fields)) == (try json(#"{"user":"u-1","device":"d-1"}"#)))

@@ -63,16 +63,18 @@ struct EndpointTests {
         #expect(Endpoint.nonFielded("/search?q=a%2Bb") != Endpoint.nonFielded("/search?q=a+b"))
     }
 
-    @Test func ingestUsesTheOptionsIgnoredList() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func ingestUsesTheOptionsIgnoredList(backend: StoreBackend) throws {
+        let store = try backend.store()
         var options = IngestOptions()
         options.ignoredParameters = ["p"]
         let result = try store.ingest(bytes(#"[{"uuid":"x-1"}]"#), endpoint: "/a?p=1&z=2&offset=3", options: options)
         #expect(result.endpointCollection?.displayIdentifier == "/a?offset=3&z=2")
     }
 
-    @Test func sameEndpointWrittenDifferentlyIsOneCollection() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func sameEndpointWrittenDifferentlyIsOneCollection(backend: StoreBackend)
+        throws
+    {
+        let store = try backend.store()
         try store.ingest(bytes(#"{"offset":0,"data":[{"uuid":"x-1"}]}"#), endpoint: "/a?b=%7e&a=1&offset=0")
         try store.ingest(bytes(#"{"offset":1,"data":[{"uuid":"x-2"}]}"#), endpoint: "/a?a=1&b=~&offset=1#top")
         #expect(store.collections(kind: .endpoint).map(\.displayIdentifier) == ["/a?a=1&b=~"])

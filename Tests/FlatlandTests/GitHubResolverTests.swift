@@ -104,15 +104,15 @@ struct GitHubResolverTests {
         return ("[\n" + items.joined(separator: ",\n") + "\n]", ids)
     }
 
-    static func makeStore() throws -> Store {
-        Store(registry: try EntityRegistry([GHEvent.self, GHUser.self, GHRepo.self, GHOrg.self]))
+    static func makeStore(_ backend: StoreBackend) throws -> Store {
+        try backend.store(registry: try EntityRegistry([GHEvent.self, GHUser.self, GHRepo.self, GHOrg.self]))
     }
 
     static var options: IngestOptions { IngestOptions(resolver: resolver) }
 
-    @Test(arguments: [1, 13, Int.max])
-    func eventsNormalizeActorsReposAndOrgs(chunkSize: Int) throws {
-        let store = try Self.makeStore()
+    @Test(arguments: StoreBackend.allCases, [1, 13, Int.max])
+    func eventsNormalizeActorsReposAndOrgs(backend: StoreBackend, chunkSize: Int) throws {
+        let store = try Self.makeStore(backend)
         let fixture = Self.events(count: 6)
         let result = try ingestChunked(
             store, bytes(fixture.text), chunkSize: chunkSize, endpoint: "/events?per_page=6", options: Self.options)
@@ -150,8 +150,10 @@ struct GitHubResolverTests {
         #expect(store.entity(EntityID<GHOrg>("go-9919"))?.login == "github")
     }
 
-    @Test func withoutTypesEverythingIsUntypedWithReferences() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func withoutTypesEverythingIsUntypedWithReferences(backend: StoreBackend)
+        throws
+    {
+        let store = try backend.store()
         let fixture = Self.events(count: 2)
         try store.ingest(bytes(fixture.text), options: Self.options)
         let event = try #require(store.record(id: fixture.ids[1]))
@@ -162,8 +164,8 @@ struct GitHubResolverTests {
         #expect(store.record(id: "gu-1")?.fields["id"] == 1)
     }
 
-    @Test func objectsThatMatchNoRuleAreNotEntities() throws {
-        let store = try Self.makeStore()
+    @Test(arguments: StoreBackend.allCases) func objectsThatMatchNoRuleAreNotEntities(backend: StoreBackend) throws {
+        let store = try Self.makeStore(backend)
         try store.ingest(
             bytes(
                 #"[{"id":"1","type":"Push","actor":{"id":2}},{"id":"3","type":"WatchEvent","member":{"id":4},"payload":{"actor":{"login":"x"}}}]"#

@@ -4,13 +4,15 @@ import Testing
 
 @Suite("Store hooks")
 struct HooksTests {
-    @Test func turnedAwayEntitiesAreNotStoredNorInCollections() throws {
+    @Test(arguments: StoreBackend.allCases) func turnedAwayEntitiesAreNotStoredNorInCollections(backend: StoreBackend)
+        throws
+    {
         let asked = Box<[String]>([])
         let hooks = StoreHooks(condition: { incoming in
             asked.withValue { $0.append(incoming.id) }
             return (incoming.entity(as: User.self)?.age ?? 100) >= 18
         })
-        let store = Store(registry: try seedRegistry(), hooks: hooks)
+        let store = try backend.store(registry: try seedRegistry(), hooks: hooks)
         let result = try store.ingest(
             bytes(
                 #"{"offset":0,"total":4,"data":[{"uuid":"u-1","age":30},{"uuid":"u-2","age":12},{"uuid":"d-1"},{"uuid":"u-3","age":40,"friends":[{"uuid":"u-4","age":5}]}]}"#
@@ -24,13 +26,13 @@ struct HooksTests {
         #expect(store.entity(EntityID<User>("u-3"))?.friends == [EntityID("u-4")])
     }
 
-    @Test func conditionSeesTheIncomingFields() throws {
+    @Test(arguments: StoreBackend.allCases) func conditionSeesTheIncomingFields(backend: StoreBackend) throws {
         let seen = Box<[String: [String]]>([:])
         let hooks = StoreHooks(condition: { incoming in
             seen.withValue { $0[incoming.id] = incoming.presentFields }
             return incoming.untypedFields?["keep"] != false
         })
-        let store = Store(registry: try seedRegistry(), hooks: hooks)
+        let store = try backend.store(registry: try seedRegistry(), hooks: hooks)
         try store.ingest(
             bytes(#"[{"uuid":"u-1","age":3,"firstname":"A"},{"uuid":"x-1","keep":false},{"uuid":"x-2","b":1}]"#))
         #expect(seen.current["u-1"] == ["firstname", "age"])
@@ -38,7 +40,7 @@ struct HooksTests {
         #expect(store.allIDs() == ["u-1", "x-2"])
     }
 
-    @Test func beforeAndAfterStore() throws {
+    @Test(arguments: StoreBackend.allCases) func beforeAndAfterStore(backend: StoreBackend) throws {
         let before = Box<[String]>([])
         let after = Box<[(String, [String])]>([])
         let store = Box<Store?>(nil)
@@ -52,7 +54,7 @@ struct HooksTests {
                 let visible = store.current?.contains(record.id) ?? false
                 after.withValue { $0.append((record.id + ":\(visible)", record.presentFields)) }
             })
-        let s = Store(registry: try seedRegistry(), hooks: hooks)
+        let s = try backend.store(registry: try seedRegistry(), hooks: hooks)
         store.withValue { $0 = s }
         try s.ingest(bytes(#"[{"uuid":"u-1","age":1},{"uuid":"u-2","devices":[{"uuid":"d-1"}]}]"#))
         #expect(before.current == ["u-1:false", "d-1:false", "u-2:false"])
@@ -66,12 +68,12 @@ struct HooksTests {
         #expect(after.current.map(\.0) == ["u-2:true"])
     }
 
-    @Test func hooksDoNotRunForAFailedResponse() throws {
+    @Test(arguments: StoreBackend.allCases) func hooksDoNotRunForAFailedResponse(backend: StoreBackend) throws {
         let calls = Box(0)
         let hooks = StoreHooks(
             condition: { _ in true }, beforeStore: { _ in calls.withValue { $0 += 1 } },
             afterStore: { _ in calls.withValue { $0 += 1 } })
-        let store = Store(hooks: hooks)
+        let store = try backend.store(hooks: hooks)
         #expect(throws: IngestError.self) { try store.ingest(bytes(#"[{"uuid":"x-1"},"#)) }
         #expect(calls.current == 0)
         #expect(store.count == 0)

@@ -4,8 +4,8 @@ import Testing
 
 @Suite("Nested normalization")
 struct NormalizationTests {
-    @Test func typedEntitiesInsideEntitiesAndArrays() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func typedEntitiesInsideEntitiesAndArrays(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         let result = try store.ingest(
             bytes(
                 #"""
@@ -33,8 +33,10 @@ struct NormalizationTests {
         #expect(Set(result.changes.inserted) == ["s-1", "u-1", "u-2", "u-3", "d-1", "d-3", "d-9"])
     }
 
-    @Test func entitiesUnderUnknownKeysOfTypedEntitiesAreStored() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func entitiesUnderUnknownKeysOfTypedEntitiesAreStored(backend: StoreBackend)
+        throws
+    {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(
             bytes(
                 #"""
@@ -47,8 +49,8 @@ struct NormalizationTests {
         #expect(store.record(id: "u-1")?.presentFields == ["firstname"])
     }
 
-    @Test func untypedParentsHoldReferencesAtAnyDepth() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func untypedParentsHoldReferencesAtAnyDepth(backend: StoreBackend) throws {
+        let store = try backend.store()
         let result = try store.ingest(
             bytes(
                 #"""
@@ -91,10 +93,11 @@ struct NormalizationTests {
         ),
     ]
 
-    @Test(arguments: identityLastCases, [1, 3, 1 << 20])
-    func identityKeyLastGivesTheSameStore(documents: (first: String, last: String), chunkSize: Int) throws {
-        let a = Store(registry: try seedRegistry())
-        let b = Store(registry: try seedRegistry())
+    @Test(arguments: identityLastCases, StoreBackend.each([1, 3, 1 << 20]))
+    func identityKeyLastGivesTheSameStore(documents: (first: String, last: String), setup: (StoreBackend, Int)) throws {
+        let (backend, chunkSize) = setup
+        let a = try backend.store(registry: try seedRegistry())
+        let b = try backend.store(registry: try seedRegistry())
         let ra = try ingestChunked(a, bytes(documents.first), chunkSize: chunkSize, endpoint: "/e")
         let rb = try ingestChunked(b, bytes(documents.last), chunkSize: chunkSize, endpoint: "/e")
         #expect(a.count > 0)
@@ -108,8 +111,10 @@ struct NormalizationTests {
         }
     }
 
-    @Test func identityLastPastThePendingLimitIsAContainer() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func identityLastPastThePendingLimitIsAContainer(backend: StoreBackend)
+        throws
+    {
+        let store = try backend.store()
         var options = IngestOptions()
         options.maxPendingObjectBytes = 64
         let padding = String(repeating: "p", count: 200)
@@ -121,19 +126,19 @@ struct NormalizationTests {
 
     /// Wherever the pending limit cuts a buffered value (an opening bracket, a key, the identity
     /// itself), an entity whose identity came first keeps every field and the walk stays in step.
-    @Test(arguments: [16, 32, 48, 64, 80])
-    func thePendingLimitNeverLosesTheWalk(base: Int) throws {
+    @Test(arguments: StoreBackend.allCases, [16, 32, 48, 64, 80])
+    func thePendingLimitNeverLosesTheWalk(backend: StoreBackend, base: Int) throws {
         let document = bytes(
             #"""
             [{"uuid":"x-1","f":{"pad":"0123456789","g":{"h":[1,{"i":2}]},"j":[[3]]},"after":2},
              {"uuid":"x-2","k":[{"l":{"uuid":"x-3","m":1}},{"n":"o"}]},
              {"p":"q","uuid":"x-4"}]
             """#)
-        let reference = Store()
+        let reference = try backend.store()
         try reference.ingest(document)
         #expect(reference.allIDs() == ["x-1", "x-2", "x-3", "x-4"])
         for limit in base..<(base + 16) {
-            let store = Store()
+            let store = try backend.store()
             var options = IngestOptions()
             options.maxPendingObjectBytes = limit
             let result = try store.ingest(document, options: options)
@@ -144,8 +149,9 @@ struct NormalizationTests {
         }
     }
 
-    @Test func objectsWhoseIDIsNotPrefixedAreContainers() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func objectsWhoseIDIsNotPrefixedAreContainers(backend: StoreBackend) throws
+    {
+        let store = try backend.store()
         try store.ingest(
             bytes(
                 #"[{"uuid":"U-1","kid":{"uuid":"x-1"}},{"uuid":7},{"uuid":"u-"},{"uuid":{"uuid":"y-1"}},{"uuid":null}]"#

@@ -4,8 +4,10 @@ import Testing
 
 @Suite("Observation")
 struct ObservationTests {
-    @Test func changeSetsOfLaterWritesFilteredByPrefixAndID() async throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func changeSetsOfLaterWritesFilteredByPrefixAndID(backend: StoreBackend)
+        async throws
+    {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"{"uuid":"u-1","firstname":"before"}"#))
         var all = store.changes().makeAsyncIterator()
         var users = store.changes(prefix: "u").makeAsyncIterator()
@@ -51,8 +53,8 @@ struct ObservationTests {
         #expect(try #require(await users.next()).inserted == ["u-2"])
     }
 
-    @Test func aFailedResponseNotifiesNobody() async throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func aFailedResponseNotifiesNobody(backend: StoreBackend) async throws {
+        let store = try backend.store()
         var all = store.changes().makeAsyncIterator()
         #expect(throws: IngestError.self) { try store.ingest(bytes(#"[{"uuid":"x-1"}"#)) }
         try store.ingest(bytes(#"{"uuid":"x-2"}"#))

@@ -4,8 +4,8 @@ import Testing
 
 @Suite("Partial updates across responses")
 struct PartialUpdateTests {
-    @Test func laterResponseWithSomeKeysKeepsTheOthers() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func laterResponseWithSomeKeysKeepsTheOthers(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(
             bytes(#"{"uuid":"u-1","firstname":"Ada","lastname":"Lovelace","age":36,"tags":["math"]}"#))
         let result = try store.ingest(bytes(#"[{"age":37,"uuid":"u-1"}]"#))
@@ -18,15 +18,15 @@ struct PartialUpdateTests {
         #expect(store.record(EntityID<User>("u-1"))?.presentFields == ["firstname", "lastname", "age", "tags"])
     }
 
-    @Test func sameValuesAreNoChange() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func sameValuesAreNoChange(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"{"uuid":"u-1","firstname":"Ada"}"#))
         let result = try store.ingest(bytes(#"{"uuid":"u-1","firstname":"Ada"}"#))
         #expect(result.changes.isEmpty)
     }
 
-    @Test func nullClearsAnOptional() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func nullClearsAnOptional(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"{"uuid":"u-1","age":36,"email":"ada@example.com","gender":"female"}"#))
         try store.ingest(bytes(#"{"uuid":"u-1","age":null,"gender":null}"#))
         let user = try #require(store.entity(EntityID<User>("u-1")))
@@ -37,8 +37,8 @@ struct PartialUpdateTests {
         #expect(store.record(EntityID<User>("u-1"))?.presentFields.contains("age") == true)
     }
 
-    @Test func nullIsAnErrorForANonOptional() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func nullIsAnErrorForANonOptional(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         let error = #expect(throws: IngestError.self) {
             try store.ingest(bytes(#"{"uuid":"u-1","firstname":null}"#))
         }
@@ -68,9 +68,10 @@ struct PartialUpdateTests {
         """,
     ]
 
-    @Test(arguments: wrongTypeDocuments, [1, 5, 1 << 20])
-    func wrongTypeNamesTheJSONPathAndLeavesTheStoreUnchanged(text: String, chunkSize: Int) throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: wrongTypeDocuments, StoreBackend.each([1, 5, 1 << 20]))
+    func wrongTypeNamesTheJSONPathAndLeavesTheStoreUnchanged(text: String, setup: (StoreBackend, Int)) throws {
+        let (backend, chunkSize) = setup
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"[{"uuid":"u-0","age":1},{"uuid":"u-3","firstname":"Old"}]"#), endpoint: "/users")
         let before = fingerprint(store)
         let error = try #require(
@@ -101,8 +102,8 @@ struct PartialUpdateTests {
         #expect(store.entity(EntityID<User>("u-0"))?.age == 1)
     }
 
-    @Test func wrongTypeWhenTheIdentityComesLast() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func wrongTypeWhenTheIdentityComesLast(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         let error = #expect(throws: IngestError.self) {
             try store.ingest(bytes(#"{"data":[{"uuid":"u-1"},{"friends":["u-2",7],"uuid":"u-9"}]}"#))
         }
@@ -112,8 +113,9 @@ struct PartialUpdateTests {
         #expect(store.collections.isEmpty)
     }
 
-    @Test func wrongTypeInANestedRecordNamesTheWholePath() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func wrongTypeInANestedRecordNamesTheWholePath(backend: StoreBackend) throws
+    {
+        let store = try backend.store(registry: try seedRegistry())
         let error = #expect(throws: IngestError.self) {
             try store.ingest(bytes(#"[{"uuid":"u-1","address":{"city":5}}]"#))
         }
@@ -121,8 +123,8 @@ struct PartialUpdateTests {
         #expect(error?.message == "expected string, found number")
     }
 
-    @Test func skipAndReportKeepsTheRest() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func skipAndReportKeepsTheRest(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         var options = IngestOptions()
         options.badEntity = .skipAndReport
         let result = try store.ingest(
@@ -139,8 +141,10 @@ struct PartialUpdateTests {
         #expect(result.endpointCollection?.items == [nil, "u-2", nil, "u-4"])
     }
 
-    @Test func skipAndReportLeavesAnEarlierGoodRecordAlone() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func skipAndReportLeavesAnEarlierGoodRecordAlone(backend: StoreBackend)
+        throws
+    {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"{"uuid":"u-1","age":5,"firstname":"A"}"#))
         var options = IngestOptions()
         options.badEntity = .skipAndReport
@@ -151,7 +155,8 @@ struct PartialUpdateTests {
     }
 
     @Test(
-        arguments: [
+        arguments: StoreBackend.allCases,
+        [
             (#"{"uuid":"u-1","verified":"yes"}"#, "$.verified", "expected boolean, found string"),
             (#"{"uuid":"u-1","score":"1"}"#, "$.score", "expected number, found string"),
             (#"{"uuid":"u-1","tags":"a"}"#, "$.tags", "expected array, found string"),
@@ -162,8 +167,9 @@ struct PartialUpdateTests {
             (#"{"uuid":"u-1","created":"yesterday"}"#, "$.created", nil),
             (#"[{"uuid":"s-1","user":{"uuid":"u-2","age":"x"}}]"#, "$[0].user.age", "expected integer, found string"),
         ] as [(String, String, String?)])
-    func decodingErrorsNameThePath(document: String, path: String, message: String?) throws {
-        let store = Store(registry: try seedRegistry())
+    func decodingErrorsNameThePath(backend: StoreBackend, example: (String, String, String?)) throws {
+        let (document, path, message) = example
+        let store = try backend.store(registry: try seedRegistry())
         do {
             try store.ingest(bytes(document))
             Issue.record("no error for \(document)")

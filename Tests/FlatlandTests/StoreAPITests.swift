@@ -4,8 +4,8 @@ import Testing
 
 @Suite("Store API")
 struct StoreAPITests {
-    @Test func entityContainsUpsertRemove() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func entityContainsUpsertRemove(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         var user = User(id: EntityID("u-b"))
         user.firstname = "B"
         #expect(!store.contains(user.id))
@@ -28,14 +28,14 @@ struct StoreAPITests {
         #expect(try store.remove(user.id).isEmpty)
     }
 
-    @Test func upsertOfAnUnregisteredTypeFails() throws {
-        let store = Store(registry: try EntityRegistry([Device.self]))
+    @Test(arguments: StoreBackend.allCases) func upsertOfAnUnregisteredTypeFails(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try EntityRegistry([Device.self]))
         #expect(throws: (any Error).self) { try store.upsert(User(id: EntityID("u-1"))) }
         #expect(store.count == 0)
     }
 
-    @Test func allOfATypeSortedAndCounts() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func allOfATypeSortedAndCounts(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         for raw in ["u-c", "u-a", "u-b"] { try store.upsert(User(id: EntityID(raw))) }
         try store.ingest(bytes(#"[{"uuid":"d-2"},{"uuid":"d-1"},{"uuid":"x-1"},{"uuid":"s-1","user":"u-a"}]"#))
         #expect(store.all(User.self).map(\.id.rawValue) == ["u-a", "u-b", "u-c"])
@@ -54,8 +54,8 @@ struct StoreAPITests {
         #expect(store.collections.isEmpty)
     }
 
-    @Test func secondaryIndexLookup() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func secondaryIndexLookup(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(
             bytes(
                 #"[{"uuid":"u-2","email":"a@x"},{"uuid":"u-1","email":"a@x"},{"uuid":"u-3","email":"b@x"},{"uuid":"u-4"}]"#
@@ -72,9 +72,9 @@ struct StoreAPITests {
         #expect(store.snapshot().entities(where: \User.email, equals: "a@x").count == 1)
     }
 
-    @Test func twoStoresNeverShareData() throws {
-        let a = Store(registry: try seedRegistry())
-        let b = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func twoStoresNeverShareData(backend: StoreBackend) throws {
+        let a = try backend.store(registry: try seedRegistry())
+        let b = try backend.store(registry: try seedRegistry())
         try a.ingest(bytes(#"{"uuid":"u-1","firstname":"A"}"#), endpoint: "/me")
         #expect(b.count == 0)
         #expect(b.collections.isEmpty)
@@ -86,8 +86,8 @@ struct StoreAPITests {
         #expect(b.collection(displayIdentifier: "/me")?.items == ["u-1"])
     }
 
-    @Test func snapshotsDoNotChangeWithLaterWrites() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func snapshotsDoNotChangeWithLaterWrites(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"{"uuid":"u-1","age":1}"#))
         let snapshot = store.snapshot()
         try store.ingest(bytes(#"[{"uuid":"u-1","age":2},{"uuid":"u-2"}]"#))
@@ -96,8 +96,8 @@ struct StoreAPITests {
         #expect(store.count == 2)
     }
 
-    @Test func unknownPrefixesAreUntypedByDefault() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func unknownPrefixesAreUntypedByDefault(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"{"uuid":"zz-1","a":[1,"two",null],"u":{"uuid":"u-1","age":3}}"#))
         let record = try #require(store.record(id: "zz-1"))
         guard case .untyped(let fields) = record.payload else {
@@ -109,8 +109,8 @@ struct StoreAPITests {
         #expect(store.entity(EntityID<User>("u-1"))?.age == 3)
     }
 
-    @Test func unknownPrefixesCanBeIgnored() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func unknownPrefixesCanBeIgnored(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         var options = IngestOptions()
         options.unknownPrefix = .ignore
         let result = try store.ingest(
@@ -119,8 +119,8 @@ struct StoreAPITests {
         #expect(result.taskCollection.items == ["u-1", "u-2"])
     }
 
-    @Test func unknownPrefixesCanFailTheResponse() throws {
-        let store = Store(registry: try seedRegistry())
+    @Test(arguments: StoreBackend.allCases) func unknownPrefixesCanFailTheResponse(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
         try store.ingest(bytes(#"{"uuid":"u-9"}"#))
         let before = fingerprint(store)
         var options = IngestOptions()

@@ -10,8 +10,8 @@ struct VersionTests {
         return options
     }
 
-    @Test func untypedNotNewerIsSkippedNewerApplies() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func untypedNotNewerIsSkippedNewerApplies(backend: StoreBackend) throws {
+        let store = try backend.store()
         let options = Self.versioned
         try store.ingest(bytes(#"{"uuid":"x-1","v":2,"a":1}"#), options: options)
         #expect(store.record(id: "x-1")?.dataVersion == 2)
@@ -33,8 +33,8 @@ struct VersionTests {
         #expect(store.record(id: "x-1")?.fields["a"] == 5)
     }
 
-    @Test func noStoredVersionApplies() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func noStoredVersionApplies(backend: StoreBackend) throws {
+        let store = try backend.store()
         try store.ingest(bytes(#"{"uuid":"x-1","a":1}"#), options: Self.versioned)
         #expect(store.record(id: "x-1")?.dataVersion == nil)
         try store.ingest(bytes(#"{"uuid":"x-1","v":0,"a":2}"#), options: Self.versioned)
@@ -42,8 +42,8 @@ struct VersionTests {
         #expect(store.record(id: "x-1")?.dataVersion == 0)
     }
 
-    @Test func typeDataVersionKeyIsUsedWithoutOptions() throws {
-        let store = Store(registry: try fullRegistry())
+    @Test(arguments: StoreBackend.allCases) func typeDataVersionKeyIsUsedWithoutOptions(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try fullRegistry())
         let id = EntityID<Article>("ar-1")
         try store.ingest(bytes(#"{"uuid":"ar-1","title":"first","rev":5}"#))
         #expect(store.record(id)?.dataVersion == 5)
@@ -56,8 +56,8 @@ struct VersionTests {
         #expect(store.entity(id)?.rev == 6)
     }
 
-    @Test func typeDataVersionKeyWinsOverTheOptions() throws {
-        let store = Store(registry: try fullRegistry())
+    @Test(arguments: StoreBackend.allCases) func typeDataVersionKeyWinsOverTheOptions(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try fullRegistry())
         let id = EntityID<Article>("ar-1")
         try store.ingest(bytes(#"{"uuid":"ar-1","title":"a","rev":5,"v":1}"#), options: Self.versioned)
         try store.ingest(bytes(#"{"uuid":"ar-1","title":"b","rev":4,"v":9}"#), options: Self.versioned)
@@ -65,8 +65,10 @@ struct VersionTests {
         #expect(store.record(id)?.dataVersion == 5)
     }
 
-    @Test func aNewerVersionWithTheSameFieldsStillRaisesTheStoredVersion() throws {
-        let store = Store(registry: try fullRegistry())
+    @Test(arguments: StoreBackend.allCases) func aNewerVersionWithTheSameFieldsStillRaisesTheStoredVersion(
+        backend: StoreBackend
+    ) throws {
+        let store = try backend.store(registry: try fullRegistry())
         let id = EntityID<Note>("n-1")
         try store.ingest(bytes(#"{"uuid":"n-1","v":1,"text":"a"}"#), options: Self.versioned)
         try store.ingest(bytes(#"{"uuid":"n-1","v":2,"text":"a"}"#), options: Self.versioned)
@@ -75,8 +77,10 @@ struct VersionTests {
         #expect(store.entity(id)?.text == "a")
     }
 
-    @Test func withinOneResponseEntitiesApplyInTheOrderTheyClose() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func withinOneResponseEntitiesApplyInTheOrderTheyClose(
+        backend: StoreBackend
+    ) throws {
+        let store = try backend.store()
         try store.ingest(bytes(#"{"uuid":"x-1","v":4,"n":"stored"}"#), options: Self.versioned)
         try store.ingest(
             bytes(
@@ -92,8 +96,9 @@ struct VersionTests {
         #expect(store.record(id: "x-2")?.dataVersion == 3)
     }
 
-    @Test func nestedEntitiesAreJudgedOnTheirOwnVersions() throws {
-        let store = Store()
+    @Test(arguments: StoreBackend.allCases) func nestedEntitiesAreJudgedOnTheirOwnVersions(backend: StoreBackend) throws
+    {
+        let store = try backend.store()
         try store.ingest(bytes(#"[{"uuid":"x-1","v":5},{"uuid":"y-1","v":1}]"#), options: Self.versioned)
         try store.ingest(
             bytes(#"{"uuid":"x-1","v":4,"n":"no","child":{"uuid":"y-1","v":2,"n":"yes"}}"#), options: Self.versioned)
@@ -101,8 +106,8 @@ struct VersionTests {
         #expect(store.record(id: "y-1")?.fields["n"] == "yes")
     }
 
-    @Test func olderClassVersionIsMigratedOnRestore() throws {
-        let store = Store(registry: try fullRegistry())
+    @Test(arguments: StoreBackend.allCases) func olderClassVersionIsMigratedOnRestore(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try fullRegistry())
         let record = try store.restore(
             id: "pr-1", prefix: "pr", fields: ["first": "Ada", "last": "Lovelace", "age": 36], classVersion: 1,
             dataVersion: 7)
@@ -115,16 +120,16 @@ struct VersionTests {
         #expect(store.record(id: "pr-1")?.presentFields == ["fullName", "age"])
     }
 
-    @Test func currentClassVersionIsNotMigrated() throws {
-        let store = Store(registry: try fullRegistry())
+    @Test(arguments: StoreBackend.allCases) func currentClassVersionIsNotMigrated(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try fullRegistry())
         try store.restore(
             id: "pr-1", prefix: "pr", fields: ["fullName": "Grace Hopper", "first": "x"], classVersion: 2,
             dataVersion: nil)
         #expect(store.entity(EntityID<Profile>("pr-1"))?.fullName == "Grace Hopper")
     }
 
-    @Test func restoreChecksTheStoredFields() throws {
-        let store = Store(registry: try fullRegistry())
+    @Test(arguments: StoreBackend.allCases) func restoreChecksTheStoredFields(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try fullRegistry())
         #expect(throws: (any Error).self) {
             try store.restore(id: "pr-1", prefix: "pr", fields: ["age": "old"], classVersion: 2, dataVersion: nil)
         }
@@ -134,8 +139,9 @@ struct VersionTests {
         #expect(store.record(id: "x-1")?.classVersion == 3)
     }
 
-    @Test func versionsDoNotApplyToRestoredRecordsTwice() throws {
-        let store = Store(registry: try fullRegistry())
+    @Test(arguments: StoreBackend.allCases) func versionsDoNotApplyToRestoredRecordsTwice(backend: StoreBackend) throws
+    {
+        let store = try backend.store(registry: try fullRegistry())
         try store.restore(id: "ar-1", prefix: "ar", fields: ["title": "t", "rev": 3], classVersion: 1, dataVersion: 3)
         try store.ingest(bytes(#"{"uuid":"ar-1","title":"older","rev":2}"#))
         #expect(store.entity(EntityID<Article>("ar-1"))?.title == "t")

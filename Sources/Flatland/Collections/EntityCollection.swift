@@ -21,6 +21,15 @@ public struct EntityCollection: Hashable, Sendable {
         case endpoint
     }
 
+    /// A collection; persistence uses this to give back what it stored.
+    public init(id: String, displayIdentifier: String, kind: Kind, items: [String?], total: Int?) {
+        self.id = id
+        self.displayIdentifier = displayIdentifier
+        self.kind = kind
+        self.items = items
+        self.total = total
+    }
+
     /// The ids of the known items, in order, without gaps.
     public var knownItems: [String] { items.compactMap { $0 } }
 }

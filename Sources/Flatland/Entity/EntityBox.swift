@@ -100,9 +100,10 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     }
 
     override func writeFields(to writer: inout JSONWriter) {
-        for (i, field) in entityType.fields.enumerated() where present.contains(i) {
-            writer.key(field.key)
-            field.encode(value, &writer)
+        let fields = entityType.fields
+        for i in present.indexes {
+            writer.key(fields[i].key)
+            fields[i].encode(value, &writer)
         }
     }
 }

@@ -30,7 +30,17 @@ public final class Store: StoreReader, @unchecked Sendable {
         var continuation: AsyncStream<ChangeSet>.Continuation
     }
 
+    /// The persistence the store reads through, when it is lazy.
+    private let lazy: (any LazyStorePersistence)?
+
     /// A store for the types in `registry`.
+    ///
+    /// With no persistence the store keeps everything in memory. With a
+    /// ``LazyStorePersistence`` (FlatlandSQLite's `SQLitePersistence`) it is lazy: a record is
+    /// loaded on first access into a cache of at most ``LazyStorePersistence/cacheCapacity``
+    /// records, and queries (ids, counts, types, secondary indexes, collections) are answered by
+    /// the persistence. With a persistence that only writes, the store keeps everything in memory
+    /// and writes each batch through.
     public init(
         registry: EntityRegistry = EntityRegistry(), hooks: StoreHooks = StoreHooks(),
         persistence: (any StorePersistence)? = nil
@@ -38,14 +48,68 @@ public final class Store: StoreReader, @unchecked Sendable {
         self.registry = registry
         self.hooks = hooks
         self.persistence = persistence
+        lazy = persistence as? any LazyStorePersistence
+        if let lazy {
+            contents.backing = PersistentBacking(source: lazy, registry: registry, cacheCapacity: lazy.cacheCapacity)
+        }
     }
 
     public func withContents<R>(_ body: (StoreContents) throws -> R) rethrows -> R {
         try lock.withLock { try body(contents) }
     }
 
-    /// A consistent copy of the store as it is now.
-    public func snapshot() -> StoreSnapshot { lock.withLock { StoreSnapshot(contents: contents) } }
+    /// A consistent copy of the store as it is now. For a lazy store it reads a snapshot of the
+    /// persistence (if that cannot be made, the persistence as it is, and
+    /// ``lastPersistenceError`` says why).
+    public func snapshot() -> StoreSnapshot {
+        lock.withLock {
+            guard let lazy, let backing = contents.backing else { return StoreSnapshot(contents: contents) }
+            var copy = StoreContents()
+            let source: any StoredRecordSource = backing.attempt { try lazy.makeSnapshot() } ?? lazy
+            copy.backing = PersistentBacking(source: source, registry: registry, cacheCapacity: nil)
+            return StoreSnapshot(contents: copy)
+        }
+    }
+
+    // MARK: Persistence
+
+    /// Whether records are loaded lazily from persistence (a ``LazyStorePersistence``).
+    public var isLazy: Bool { lazy != nil }
+
+    /// How many records this store has decoded from persistence since it was made (0 for an
+    /// in-memory store): what lazy loading is measured by.
+    public var persistenceLoads: Int { lock.withLock { contents.backing?.loads ?? 0 } }
+
+    /// How many decoded records a lazy store holds in memory now.
+    public var cachedRecordCount: Int { lock.withLock { contents.backing?.cache?.count ?? 0 } }
+
+    /// The last error the persistence gave a read (reads that fail read as absent), if any.
+    public var lastPersistenceError: (any Error)? { lock.withLock { contents.backing?.lastError } }
+
+    /// Upgrades every stored record written under an older class version of its type, all at
+    /// once, and writes them back in one transaction. (Without this a record is upgraded when it
+    /// is loaded.) Returns the number of records upgraded; 0 for an in-memory store, whose records
+    /// are always current.
+    ///
+    /// - Throws: a migration's or the persistence's error; nothing is written then.
+    @discardableResult
+    public func upgradeRecords() throws -> Int {
+        guard let lazy else { return 0 }
+        return try lock.withLock { () throws -> Int in
+            var upgraded: [EntityBox] = []
+            for prefix in registry.prefixes {
+                guard let type = registry.type(forPrefix: prefix) else { continue }
+                let ids = try lazy.outdatedIDs(prefix: prefix, classVersion: type.classVersion)
+                for stored in try lazy.loadRecords(ids: ids) {
+                    upgraded.append(try registry.decodeStored(stored))
+                }
+            }
+            guard !upgraded.isEmpty else { return 0 }
+            try lazy.write(PersistedBatch(records: upgraded.map(EntityRecord.init), removed: [], collections: []))
+            for box in upgraded { contents.put(box, replacing: nil) }
+            return upgraded.count
+        }
+    }
 
     // MARK: Writing
 
@@ -69,7 +133,7 @@ public final class Store: StoreReader, @unchecked Sendable {
     public func remove(_ ids: [String]) throws -> ChangeSet {
         var changes = ChangeSet()
         try lock.withLock { () throws -> Void in
-            let present = ids.filter { contents.records[$0] != nil }
+            let present = ids.filter { contents.containsID($0) }
             try persistence?.write(PersistedBatch(records: [], removed: present, collections: []))
             for id in present { contents.remove(id) }
             changes.removed = present
@@ -86,15 +150,27 @@ public final class Store: StoreReader, @unchecked Sendable {
     public func removeAll() throws {
         let ids = allIDs()
         try remove(ids)
-        lock.withLock { contents = StoreContents() }
+        try lock.withLock { () throws -> Void in
+            if let backing = contents.backing {
+                let collections = contents.orderedCollections(kind: nil).map(\.id)
+                if !collections.isEmpty {
+                    try persistence?.write(
+                        PersistedBatch(records: [], removed: [], collections: [], removedCollections: collections))
+                }
+                backing.cache?.removeAll()
+            } else {
+                contents = StoreContents()
+            }
+        }
     }
 
     /// Puts back a record read from persistence, as it was written: its fields as JSON (as
     /// ``EntityRecord/fields`` gives them), the class version it was written under and its data
     /// version. A typed record written under an older class version is first upgraded by its
     /// type's ``Entity/migrate(_:from:)``; a prefix with no registered type gives an untyped
-    /// record. Restoring replaces any record with that id, and does not write to persistence,
-    /// run hooks or notify observers: it is how a persistence layer loads what it stored.
+    /// record. Restoring replaces any record with that id, and does not run hooks or notify
+    /// observers: it is how a persistence layer that only writes loads what it stored. (A lazy
+    /// store loads by itself; restoring into one writes the record through to its persistence.)
     ///
     /// - Throws: the migration's error, or ``FieldError`` when a stored field cannot be decoded;
     ///   the store is then unchanged.
@@ -102,17 +178,16 @@ public final class Store: StoreReader, @unchecked Sendable {
     public func restore(
         id: String, prefix: String, fields: JSONObject, classVersion: Int, dataVersion: Double?
     ) throws -> EntityRecord {
-        let box: EntityBox
-        if let type = registry.type(forPrefix: prefix) {
-            box = try type.decodeRecord(id: id, fields: fields, classVersion: classVersion, dataVersion: dataVersion)
-        } else {
-            let untyped = UntypedBox(id: id, prefix: prefix)
-            untyped.fields = fields
-            untyped.dataVersion = dataVersion
-            untyped.classVersion = classVersion
-            box = untyped
+        let box = try registry.decodeStored(
+            id: id, prefix: prefix, fields: fields, classVersion: classVersion, dataVersion: dataVersion)
+        try lock.withLock { () throws -> Void in
+            if let lazy {
+                try lazy.write(PersistedBatch(records: [EntityRecord(box)], removed: [], collections: []))
+                contents.put(box, replacing: nil)
+            } else {
+                contents.put(box, replacing: contents.records[id])
+            }
         }
-        lock.withLock { contents.put(box, replacing: contents.records[id]) }
         return EntityRecord(box)
     }
 
@@ -141,7 +216,7 @@ public final class Store: StoreReader, @unchecked Sendable {
         Ingestor(store: self, endpoint: endpoint, taskID: taskID, options: options)
     }
 
-    func currentVersion(of id: String) -> Double? { lock.withLock { contents.records[id]?.dataVersion } }
+    func currentVersion(of id: String) -> Double? { lock.withLock { contents.box(id)?.dataVersion } }
 
     /// Applies a batch atomically: every record and collection, or (if persistence fails) none.
     func apply(_ batch: PendingBatch, taskID: String?, endpoint: String?) throws -> IngestResult {
@@ -160,8 +235,10 @@ public final class Store: StoreReader, @unchecked Sendable {
             // Work out every new record first, without touching the contents...
             written.reserveCapacity(batch.order.count)
             changes.inserted.reserveCapacity(batch.order.count)
+            // A lazy store loads the batch's stored records in one go.
+            let loaded = contents.backing?.boxes(ids: batch.order.map(\.id))
             for draft in batch.order {
-                guard let old = contents.records[draft.id] else {
+                guard let old = loaded.map({ $0[draft.id] }) ?? contents.records[draft.id] else {
                     // A new record: the draft itself becomes the stored box.
                     changes.inserted.append(draft.id)
                     written.append((draft, nil))
@@ -188,7 +265,14 @@ public final class Store: StoreReader, @unchecked Sendable {
             try persistence?.write(
                 PersistedBatch(records: written.map { EntityRecord($0.box) }, removed: [], collections: collections))
             // ...then apply them in place.
-            for entry in written { contents.put(entry.box, replacing: entry.old) }
+            if let backing = contents.backing, let capacity = backing.cache?.capacity, written.count > capacity {
+                // A batch bigger than a lazy store's cache: only its last records are kept.
+                let skipped = written.count - capacity
+                for entry in written.prefix(skipped) { backing.cache?.remove(entry.box.id) }
+                for entry in written.dropFirst(skipped) { backing.cache?.put(entry.box) }
+            } else {
+                for entry in written { contents.put(entry.box, replacing: entry.old) }
+            }
             for collection in collections { contents.putCollection(collection) }
         }
         notify(changes)
@@ -202,7 +286,7 @@ public final class Store: StoreReader, @unchecked Sendable {
     /// anything else replacing the whole list.
     private func updatedEndpointCollection(_ endpoint: String, batch: PendingBatch) -> EntityCollection {
         var collection =
-            contents.collectionIDByDisplay[endpoint].flatMap { contents.collections[$0] }
+            contents.collection(displayIdentifier: endpoint)
             ?? EntityCollection(
                 id: newID(prefix: "c"), displayIdentifier: endpoint, kind: .endpoint, items: [], total: nil)
         guard let slice = batch.slice else {

@@ -1,6 +1,12 @@
 /// Everything a store holds at one moment. A value: a snapshot is a copy of it.
+///
+/// An in-memory store keeps its records here. A lazy store (one on a ``LazyStorePersistence``)
+/// reads through its backing instead: a bounded cache of decoded records in front of the
+/// persistence, or, in a snapshot, the persistence's snapshot.
 public struct StoreContents: Sendable {
     var records: [String: EntityBox] = [:]
+    /// Set in a lazy store: records, indexes and collections live in persistence.
+    var backing: PersistentBacking?
     var idsByPrefix: [String: Set<String>] = [:]
     /// `prefix.index` → value → ids.
     var indexes: [String: [IndexValue: IDSet]] = [:]
@@ -22,6 +28,10 @@ public struct StoreContents: Sendable {
     /// Stores `box`, which replaces `old` (nil for a new id; the caller has already put it in
     /// `records` when `alreadyStored`).
     mutating func put(_ box: EntityBox, replacing old: EntityBox?, alreadyStored: Bool = false) {
+        if let backing {
+            backing.cache?.put(box)
+            return
+        }
         if !alreadyStored { records[box.id] = box }
         if old == nil { idsByPrefix[box.prefix, default: []].insert(box.id) }
         if let type = box.type, type.hasIndexes {
@@ -32,6 +42,10 @@ public struct StoreContents: Sendable {
 
     @discardableResult
     mutating func remove(_ id: String) -> Bool {
+        if let backing {
+            backing.cache?.remove(id)
+            return true
+        }
         guard let old = records.removeValue(forKey: id) else { return false }
         if let type = old.type, type.hasIndexes { removeIndexes(old, type: type) }
         idsByPrefix[old.prefix]?.remove(id)
@@ -39,8 +53,86 @@ public struct StoreContents: Sendable {
     }
 
     mutating func putCollection(_ collection: EntityCollection) {
+        guard backing == nil else { return }
         if collections.updateValue(collection, forKey: collection.id) == nil { collectionOrder.append(collection.id) }
         collectionIDByDisplay[collection.displayIdentifier] = collection.id
+    }
+
+    // MARK: Reads (in memory, or through the backing)
+
+    /// The record with this id.
+    @inline(__always)
+    func box(_ id: String) -> EntityBox? {
+        if let backing { return backing.box(id) }
+        return records[id]
+    }
+
+    func containsID(_ id: String) -> Bool {
+        if let backing { return backing.contains(id) }
+        return records[id] != nil
+    }
+
+    func sortedIDs(prefix: String) -> [String] {
+        if let backing { return backing.attempt { try backing.source.ids(prefix: prefix) } ?? [] }
+        return (idsByPrefix[prefix] ?? []).sorted()
+    }
+
+    func allSortedIDs() -> [String] {
+        if let backing { return backing.attempt { try backing.source.ids(prefix: nil) } ?? [] }
+        return records.keys.sorted()
+    }
+
+    /// The records with this prefix, sorted by id.
+    func boxes(prefix: String) -> [EntityBox] {
+        if let backing { return backing.boxes(prefix: prefix) }
+        return (idsByPrefix[prefix] ?? []).sorted().compactMap { records[$0] }
+    }
+
+    var recordCount: Int {
+        if let backing { return backing.attempt { try backing.source.count(prefix: nil) } ?? 0 }
+        return records.count
+    }
+
+    func recordCount(prefix: String) -> Int {
+        if let backing { return backing.attempt { try backing.source.count(prefix: prefix) } ?? 0 }
+        return idsByPrefix[prefix]?.count ?? 0
+    }
+
+    var countsByPrefix: [String: Int] {
+        if let backing { return backing.attempt { try backing.source.countsByPrefix() } ?? [:] }
+        return idsByPrefix.compactMapValues { $0.isEmpty ? nil : $0.count }
+    }
+
+    /// The records whose index `key` (`prefix.name`) holds `value`, sorted by id. A lazy store
+    /// asks the SQL index and checks each record it loads.
+    func boxes(index key: String, value: IndexValue, type: EntityType) -> [EntityBox] {
+        guard let backing else { return (indexes[key]?[value]?.ids ?? []).sorted().compactMap { records[$0] } }
+        let ids = backing.attempt { try backing.source.ids(index: key, value: value.persistentText) } ?? []
+        let found = backing.boxes(ids: ids)
+        return ids.sorted().compactMap { id in
+            guard let box = found[id] else { return nil }
+            return type.indexEntries(box).contains { $0.key == key && $0.value == value } ? box : nil
+        }
+    }
+
+    func collection(id: String) -> EntityCollection? {
+        if let backing { return backing.attempt { try backing.source.collection(id: id) } ?? nil }
+        return collections[id]
+    }
+
+    func collection(displayIdentifier: String) -> EntityCollection? {
+        if let backing {
+            return backing.attempt { try backing.source.collection(displayIdentifier: displayIdentifier) } ?? nil
+        }
+        return collectionIDByDisplay[displayIdentifier].flatMap { collections[$0] }
+    }
+
+    /// The collections of a kind (all when nil), in the order they were created.
+    func orderedCollections(kind: EntityCollection.Kind?) -> [EntityCollection] {
+        if let backing { return backing.attempt { try backing.source.collections(kind: kind) } ?? [] }
+        let all = collectionOrder.compactMap { collections[$0] }
+        guard let kind else { return all }
+        return all.filter { $0.kind == kind }
     }
 }
 
@@ -78,45 +170,41 @@ public protocol StoreReader {
 
 extension StoreReader {
     /// The record with this id, typed or untyped.
-    public func record(id: String) -> EntityRecord? { withContents { $0.records[id].map(EntityRecord.init) } }
+    public func record(id: String) -> EntityRecord? { withContents { $0.box(id).map(EntityRecord.init) } }
 
     /// The entity with this id.
     public func entity<E: Entity>(_ id: EntityID<E>) -> E? {
-        withContents { ($0.records[id.rawValue] as? TypedBox<E>)?.value }
+        withContents { ($0.box(id.rawValue) as? TypedBox<E>)?.value }
     }
 
     /// The record of the entity with this id (present fields, versions).
     public func record<E: Entity>(_ id: EntityID<E>) -> EntityRecord? { record(id: id.rawValue) }
 
     /// Whether a record with this id exists.
-    public func contains(_ id: String) -> Bool { withContents { $0.records[id] != nil } }
+    public func contains(_ id: String) -> Bool { withContents { $0.containsID(id) } }
 
     /// Whether this entity exists.
     public func contains<E: Entity>(_ id: EntityID<E>) -> Bool { contains(id.rawValue) }
 
     /// Every entity of a type, sorted by id (from the index by type, not a scan).
     public func all<E: Entity>(_ type: E.Type) -> [E] {
-        withContents { c in
-            (c.idsByPrefix[E.prefix] ?? []).sorted().compactMap { (c.records[$0] as? TypedBox<E>)?.value }
-        }
+        withContents { c in c.boxes(prefix: E.prefix).compactMap { ($0 as? TypedBox<E>)?.value } }
     }
 
     /// The ids of every record with this prefix, sorted.
-    public func ids(prefix: String) -> [String] { withContents { ($0.idsByPrefix[prefix] ?? []).sorted() } }
+    public func ids(prefix: String) -> [String] { withContents { $0.sortedIDs(prefix: prefix) } }
 
     /// Every id in the store, sorted.
-    public func allIDs() -> [String] { withContents { $0.records.keys.sorted() } }
+    public func allIDs() -> [String] { withContents { $0.allSortedIDs() } }
 
     /// The number of records.
-    public var count: Int { withContents { $0.records.count } }
+    public var count: Int { withContents { $0.recordCount } }
 
     /// The number of records with this prefix.
-    public func count(prefix: String) -> Int { withContents { $0.idsByPrefix[prefix]?.count ?? 0 } }
+    public func count(prefix: String) -> Int { withContents { $0.recordCount(prefix: prefix) } }
 
     /// The number of records per prefix.
-    public var countsByPrefix: [String: Int] {
-        withContents { c in c.idsByPrefix.compactMapValues { $0.isEmpty ? nil : $0.count } }
-    }
+    public var countsByPrefix: [String: Int] { withContents { $0.countsByPrefix } }
 
     /// The entities of `E` whose indexed property at `keyPath` equals `value`, sorted by id.
     /// The property must be declared in ``Entity/indexes``; the lookup does not scan.
@@ -125,28 +213,33 @@ extension StoreReader {
             preconditionFailure("\(E.self) declares no index on \(keyPath)")
         }
         return withContents { c in
-            (c.indexes["\(E.prefix).\(name)"]?[IndexValue(value)]?.ids ?? []).sorted().compactMap {
-                (c.records[$0] as? TypedBox<E>)?.value
+            guard let type = c.backing?.registry.type(forPrefix: E.prefix) else {
+                return (c.indexes["\(E.prefix).\(name)"]?[IndexValue(value)]?.ids ?? []).sorted().compactMap {
+                    (c.records[$0] as? TypedBox<E>)?.value
+                }
+            }
+            return c.boxes(index: "\(E.prefix).\(name)", value: IndexValue(value), type: type).compactMap {
+                ($0 as? TypedBox<E>)?.value
             }
         }
     }
 
     /// The collection with this id.
-    public func collection(id: String) -> EntityCollection? { withContents { $0.collections[id] } }
+    public func collection(id: String) -> EntityCollection? { withContents { $0.collection(id: id) } }
 
     /// The collection with this display identifier: a task's uuid, or a non-fielded endpoint.
     public func collection(displayIdentifier: String) -> EntityCollection? {
-        withContents { c in c.collectionIDByDisplay[displayIdentifier].flatMap { c.collections[$0] } }
+        withContents { $0.collection(displayIdentifier: displayIdentifier) }
     }
 
     /// Every collection, sorted by display identifier.
     public var collections: [EntityCollection] {
-        withContents { $0.collections.values.sorted { $0.displayIdentifier < $1.displayIdentifier } }
+        withContents { $0.orderedCollections(kind: nil).sorted { $0.displayIdentifier < $1.displayIdentifier } }
     }
 
     /// The collections of one kind, in the order they were created.
     public func collections(kind: EntityCollection.Kind) -> [EntityCollection] {
-        withContents { c in c.collectionOrder.compactMap { c.collections[$0] }.filter { $0.kind == kind } }
+        withContents { $0.orderedCollections(kind: kind) }
     }
 }
 

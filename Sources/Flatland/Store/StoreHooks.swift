@@ -41,20 +41,3 @@ public struct StoreHooks: Sendable {
         self.afterStore = afterStore
     }
 }
-
-/// Where a store keeps its records across restarts. The in-memory store needs none; the
-/// SQLite module provides one.
-public protocol StorePersistence: AnyObject, Sendable {
-    /// Writes one applied batch, all of it or nothing (one transaction).
-    func write(_ batch: PersistedBatch) throws
-}
-
-/// One applied batch, as persistence sees it.
-public struct PersistedBatch: Sendable {
-    /// The records inserted or changed, as they now are.
-    public var records: [EntityRecord]
-    /// The ids removed.
-    public var removed: [String]
-    /// The collections created or changed.
-    public var collections: [EntityCollection]
-}

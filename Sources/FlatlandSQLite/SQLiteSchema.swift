@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+
+/// The schema of a Flatland SQLite file: named migrations, applied in order, each recorded in
+/// `flatland_migrations`; `PRAGMA user_version` is the schema version (the number applied) and
+/// `PRAGMA application_id` marks the file as Flatland's.
+enum SQLiteSchema {
+    /// `FLAT` in ASCII: the application id of every Flatland store file.
+    static let applicationID: Int32 = 0x464C_4154
+
+    /// One step of the schema.
+    struct Migration {
+        let name: String
+        let sql: String
+    }
+
+    /// Every migration, oldest first; the schema version is their count.
+    static let migrations: [Migration] = [
+        Migration(
+            name: "v1-entities-collections-metadata",
+            sql: """
+                CREATE TABLE entities (
+                    rowid INTEGER PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    class_version INTEGER NOT NULL,
+                    data_version REAL,
+                    present TEXT NOT NULL,
+                    fields BLOB NOT NULL
+                );
+                CREATE TABLE entity_index (
+                    id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    PRIMARY KEY (id, name)
+                ) WITHOUT ROWID;
+                CREATE INDEX entity_index_lookup ON entity_index (name, value);
+                CREATE TABLE collections (
+                    seq INTEGER PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    display TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    total INTEGER,
+                    length INTEGER NOT NULL,
+                    touched INTEGER NOT NULL
+                );
+                CREATE INDEX collections_display ON collections (display, touched);
+                CREATE TABLE collection_items (
+                    seq INTEGER NOT NULL,
+                    position INTEGER NOT NULL,
+                    item TEXT NOT NULL,
+                    PRIMARY KEY (seq, position)
+                ) WITHOUT ROWID;
+                CREATE TABLE metadata (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+                """),
+        Migration(
+            name: "v2-index-by-type-and-counts",
+            sql: """
+                CREATE INDEX entities_by_type ON entities (type, class_version);
+                CREATE INDEX collections_touched ON collections (touched);
+                CREATE TABLE type_counts (type TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID;
+                INSERT INTO type_counts (type, count) SELECT type, count(*) FROM entities GROUP BY type;
+                """),
+    ]
+
+    /// The schema version this build writes.
+    static var version: Int { migrations.count }
+
+    /// Checks, without writing, that the file at `path` is empty, new, or a Flatland store this
+    /// build can open.
+    static func inspect(path: String) throws(SQLiteStoreError) {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+        guard let size, size > 0 else { return }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "Flatland.inspect"
+        try SQLiteStoreError.wrap(path: path) {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            try queue.read { db in try check(db, path: path) }
+        }
+    }
+
+    /// Throws unless `db` is empty or a Flatland store of a known schema version.
+    static func check(_ db: Database, path: String) throws {
+        let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
+        if applicationID != Self.applicationID {
+            guard applicationID == 0, tables == 0 else {
+                throw SQLiteStoreError(
+                    .notFlatland, path: path,
+                    message: "a SQLite database, but not a Flatland store; the file was left as it is")
+            }
+            return
+        }
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        if version > Self.version {
+            throw SQLiteStoreError(
+                .newerSchema, path: path,
+                message:
+                    "schema version \(version) is newer than this Flatland's (\(Self.version)); the file was left as it is"
+            )
+        }
+    }
+
+    /// Brings `db` to the current schema; returns the names of the migrations applied.
+    @discardableResult
+    static func migrate(_ db: Database, path: String) throws -> [String] {
+        try check(db, path: path)
+        let current = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        guard current < version else { return [] }
+        if current == 0 {
+            try db.execute(sql: "PRAGMA application_id = \(applicationID)")
+        }
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS flatland_migrations (
+                    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)
+                """)
+        var applied: [String] = []
+        for (index, migration) in migrations.enumerated().dropFirst(current) {
+            try db.execute(sql: migration.sql)
+            try db.execute(
+                sql: "INSERT INTO flatland_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                arguments: [index + 1, migration.name, ISO8601DateFormatter().string(from: Date())])
+            applied.append(migration.name)
+        }
+        try db.execute(sql: "PRAGMA user_version = \(version)")
+        return applied
+    }
+}

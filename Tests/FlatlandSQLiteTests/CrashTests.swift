@@ -1,0 +1,72 @@
+import Flatland
+import FlatlandJSON
+import FlatlandSQLite
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+@Suite("SQLite crash")
+struct CrashTests {
+    static let items = 200
+
+    /// Starts `flatland persist-stream`, kills it with SIGKILL after `after` batches were
+    /// reported committed, and returns the last batch it reported.
+    static func killMidStream(path: String, after: Int) throws -> Int {
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent("flatland")
+        process.arguments = ["persist-stream", "--store", path, "--items", "\(items)"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var reported = -1
+        var buffer = Data()
+        let reader = out.fileHandleForReading
+        while reported < after {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }  // the child ended
+            buffer.append(chunk)
+            while let newline = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeSubrange(...newline)
+                if line.hasPrefix("committed "), let k = Int(line.dropFirst(10)) { reported = k }
+            }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(process.terminationStatus == SIGKILL)
+        return reported
+    }
+
+    @Test(arguments: [5, 40])
+    func aKilledWriterLeavesWholeBatchesOnly(after: Int) throws {
+        let path = Scratch.path()
+        defer { Scratch.remove(path) }
+        let reported = try Self.killMidStream(path: path, after: after)
+        #expect(reported >= after)
+
+        let store = Store(persistence: try SQLitePersistence(path: path))
+        let counter = try #require(store.record(id: "cn-counter"))
+        let n = try #require(Int(counter.fields["n"]?.numberValue?.description ?? ""))
+        // Every batch the child reported is there; at most the one it was writing more.
+        #expect(n >= reported)
+        #expect(n <= reported + 1)
+        #expect(store.count(prefix: "it") == (n + 1) * Self.items)
+        #expect(store.ids(prefix: "it").count == (n + 1) * Self.items)
+        for i in [0, Self.items / 2, Self.items - 1] {
+            #expect(store.record(id: "it-\(n)-\(i)")?.fields["batch"] == .number(JSONNumber(n)))
+        }
+        #expect(!store.contains("it-\(n + 1)-0"))
+        #expect(store.collections(kind: .task).map(\.displayIdentifier) == (0...n).map { "batch-\($0)" })
+        #expect(store.collection(displayIdentifier: "/counter")?.knownItems == ["cn-counter"])
+        // The file is usable: it takes the next batch.
+        try store.ingest(bytes(#"{"uuid":"cn-counter","n":-1}"#))
+        #expect(store.record(id: "cn-counter")?.fields["n"] == .number(JSONNumber(-1)))
+    }
+}
