@@ -7,11 +7,16 @@ let package = Package(
         .library(name: "FlatlandJSON", targets: ["FlatlandJSON"]),
         .library(name: "Flatland", targets: ["Flatland"]),
         .library(name: "FlatlandFixtures", targets: ["FlatlandFixtures"]),
+        .library(name: "FlatlandHTTP", targets: ["FlatlandHTTP"]),
+        .library(name: "FlatlandServer", targets: ["FlatlandServer"]),
         .executable(name: "flatland", targets: ["FlatlandCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -22,12 +27,27 @@ let package = Package(
         .target(name: "FlatlandJSON", dependencies: ["CYAJL"]),
         .target(name: "FlatlandFixtures", dependencies: ["Flatland", "FlatlandJSON"]),
         .target(name: "Flatland", dependencies: ["FlatlandJSON"]),
+        .target(name: "FlatlandHTTP", dependencies: ["Flatland"]),
+        .target(
+            name: "FlatlandServer",
+            dependencies: [
+                "Flatland",
+                "FlatlandJSON",
+                "FlatlandFixtures",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "FlatlandCLI",
             dependencies: [
                 "Flatland",
                 "FlatlandJSON",
                 "FlatlandFixtures",
+                "FlatlandHTTP",
+                "FlatlandServer",
                 "CYAJL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
@@ -35,6 +55,10 @@ let package = Package(
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures"]),
+        .testTarget(
+            name: "FlatlandHTTPTests",
+            dependencies: ["FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON"]
+        ),
         .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON"]),
     ]
 )
