@@ -14,7 +14,10 @@ struct FlatlandCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flatland",
         abstract: "Parse, ingest and inspect JSON the way Flatland does.",
-        subcommands: [ParseCommand.self, IngestCommand.self, BenchCommand.self, DemoCommand.self]
+        subcommands: [
+            ParseCommand.self, IngestCommand.self, BenchCommand.self, BenchHTTPCommand.self, DemoCommand.self,
+            ServeCommand.self,
+        ]
     )
 
     static func main() async {
