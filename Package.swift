@@ -8,12 +8,17 @@ let package = Package(
         .library(name: "Flatland", targets: ["Flatland"]),
         .library(name: "FlatlandFixtures", targets: ["FlatlandFixtures"]),
         .library(name: "FlatlandSQLite", targets: ["FlatlandSQLite"]),
+        .library(name: "FlatlandHTTP", targets: ["FlatlandHTTP"]),
+        .library(name: "FlatlandServer", targets: ["FlatlandServer"]),
         .executable(name: "flatland", targets: ["FlatlandCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -31,6 +36,19 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
+        .target(name: "FlatlandHTTP", dependencies: ["Flatland"]),
+        .target(
+            name: "FlatlandServer",
+            dependencies: [
+                "Flatland",
+                "FlatlandJSON",
+                "FlatlandFixtures",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "FlatlandCLI",
             dependencies: [
@@ -38,6 +56,8 @@ let package = Package(
                 "FlatlandJSON",
                 "FlatlandFixtures",
                 "FlatlandSQLite",
+                "FlatlandHTTP",
+                "FlatlandServer",
                 "CYAJL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
@@ -52,6 +72,10 @@ let package = Package(
                 "FlatlandSQLite", "Flatland", "FlatlandJSON", "FlatlandFixtures", "FlatlandCLI",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
+        ),
+        .testTarget(
+            name: "FlatlandHTTPTests",
+            dependencies: ["FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON"]
         ),
     ]
 )

@@ -1,119 +1,155 @@
 import ArgumentParser
 import Flatland
 import FlatlandFixtures
+import FlatlandHTTP
 import FlatlandJSON
+import FlatlandServer
 import Foundation
 
-/// `flatland demo`: the README's main job, on data the project generates itself.
-struct DemoCommand: ParsableCommand {
+/// `flatland demo`: the README's main job. Starts the sample server on loopback and runs the
+/// example SDK's flow against it with raw requests: register, me, devices page by page in any
+/// order, a partial fetch with `fields`; then shows the store, the collections and the tasks.
+struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Generate seed-shaped responses, ingest them, and show the store, its collections and the speed."
+        abstract: "Start the sample server on loopback, run the example flow against it, and show the store, "
+            + "the collections and the task timings."
     )
 
-    @Option(help: "Approximate size of the generated first page, in bytes.")
-    var bytes: Int = 2_000_000
+    @Option(help: "Users in the sample server's population.")
+    var users = 24
 
-    @Option(help: "Rounds of the short speed comparison (0 skips it).")
-    var rounds: Int = 3
+    @Option(help: "Rounds of the short parse/ingest speed comparison at the end (0 skips it).")
+    var rounds = 3
 
-    func run() throws {
-        var generator = SeedGenerator(seed: 2026)
-        let store = Store(registry: seedFixtureRegistry())
+    func run() async throws {
+        section("1. The sample server on loopback")
+        let server = SampleServer(configuration: .init(population: .init(users: users)))
+        let port = try await server.start()
+        print(
+            "  http://127.0.0.1:\(port): \(server.state.userIDs.count) users, \(server.state.deviceIDs.count) devices, "
+                + "\(server.state.store.count(prefix: "s")) sessions")
+        do {
+            try await flow(server: server, port: port)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+        if rounds > 0 { try speed() }
+    }
 
-        section("1. A session response with the first page of users")
-        let first = generator.document(approximateBytes: bytes)
-        let start = monotonicSeconds()
-        let page1 = try store.ingest(first, endpoint: "/users?offset=0&count=1000&fields=firstname,age&gender=any")
-        let seconds = monotonicSeconds() - start
-        let count = page1.endpointCollection?.knownItems.count ?? 0
-        print("  \(first.count) bytes in \(formatted(seconds * 1000, 1)) ms: \(page1.changes.inserted.count) records")
-        print("  store: " + counts(store))
-
-        section("2. One user, flat: related entities are ids")
-        if let id = page1.endpointCollection?.knownItems.first, let user = store.entity(EntityID<SeedUser>(id)) {
-            print("  \(user.id)  \(user.firstname) \(user.lastname), \(user.age), \(user.email)")
-            print("  devices: \(user.devices.map(\.rawValue))")
-            print("  friends: \(user.friends.map(\.rawValue))")
+    private func flow(server: SampleServer, port: Int) async throws {
+        let environment = try Environment(name: "local", baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        // Users and devices are typed; the session object stays untyped (its JSON fields are
+        // kept), as an SDK that has not declared it yet would see it.
+        let session = Session(
+            user: "ada", environment: environment, registry: try EntityRegistry([SeedUser.self, SeedDevice.self]))
+        var tasks: [HTTPTask] = []
+        func run(_ method: HTTPMethod, _ path: String, body: String? = nil) async throws -> HTTPResult {
+            let task = session.launch(method, path, body: body.map { Array($0.utf8) })
+            tasks.append(task)
+            let result = try await task.value
+            print("  \(method) \(path) -> \(result.status), \(result.items.count) top-level entities")
+            return result
         }
 
-        section("3. The collections")
-        print(
-            "  task \(page1.taskCollection.displayIdentifier): \(page1.taskCollection.items.count) top-level entities")
-        print(
-            "  endpoint \(page1.endpointCollection?.displayIdentifier ?? "-"): \(count) of \(page1.endpointCollection?.total ?? 0)"
+        section("2. Register, confirm, me (session for ada on \(environment))")
+        let registered = try await run(
+            .post, "/session",
+            body:
+                #"{"email":"ada@example.com","firstname":"Ada","lastname":"Lovelace","device":{"name":"Ada's phone","model":"Pixel 8","os":"android"}}"#
         )
-        let pageSize = 3
-        let later = generator.userSlice(offset: count + pageSize, count: pageSize, total: count + 2 * pageSize)
-        let earlier = generator.userSlice(offset: count, count: pageSize, total: count + 2 * pageSize)
-        let page3 = try store.ingest(later, endpoint: "/users?gender=any&offset=\(count + pageSize)&count=\(pageSize)")
-        print(
-            "  the third page arrives first: endpoint has \(page3.endpointCollection!.knownItems.count) known of "
-                + "\(page3.endpointCollection!.items.count) positions")
-        let page2 = try store.ingest(earlier, endpoint: "/users?count=\(pageSize)&offset=\(count)&gender=any")
-        print(
-            "  then the second: \(page2.endpointCollection!.knownItems.count) known, total \(page2.endpointCollection!.total ?? 0)"
-        )
-        print("  collections in the store: \(store.collections.count) (one per response, one for the endpoint)")
-
-        section("4. A partial response updates only what it carries")
-        if let id = page1.endpointCollection?.knownItems.first {
-            let before = store.entity(EntityID<SeedUser>(id))!
-            let patch = Array(#"{"uuid":"\#(id)","age":\#(before.age + 1)}"#.utf8)
-            let result = try store.ingest(patch)
-            let after = store.entity(EntityID<SeedUser>(id))!
-            print("  changed: \(result.changes.updated.map { "\($0.id) \($0.fields)" })")
-            print("  age \(before.age) -> \(after.age); firstname still \(after.firstname)")
+        let sessionID = registered.items.first ?? ""
+        let token = session.store.record(id: sessionID)?.fields["token"]?.stringValue
+        session.credentials.token = token
+        print("  session \(sessionID), token \(token.map { String($0.prefix(12)) + "…" } ?? "-")")
+        _ = try await run(.put, "/session")
+        let me = try await run(.get, "/user/me")
+        if let id = me.items.first, let user = session.store.entity(EntityID<SeedUser>(id)) {
+            print("  me: \(user.id) \(user.firstname) \(user.lastname) <\(user.email)>, devices \(user.devices)")
         }
-        let stranger = EntityID<SeedUser>.generate()
-        try store.ingest(Array(#"[{"uuid":"\#(stranger)","firstname":"Zoë"}]"#.utf8))
-        if let record = store.record(stranger) {
+
+        section("3. Devices, page by page, in any order")
+        for offset in [4, 0, 2] {
+            let page = try await run(.get, "/devices?offset=\(offset)&count=2")
+            let items = page.endpointCollection?.items ?? []
+            let picture = items.map { $0 == nil ? "·" : "d" }.joined()
             print(
-                "  a user known only by name holds \(record.presentFields); a profile screen asks for "
-                    + "?fields=\(record.missingFields(for: ["firstname", "lastname", "email", "age"]).joined(separator: ","))"
+                "    endpoint /devices: [\(picture)] \(items.compactMap { $0 }.count) of \(page.endpointCollection?.total ?? 0)"
             )
         }
 
-        section("5. A broken response is rejected whole, with its position")
-        var broken = generator.userSlice(count: 5)
-        broken[broken.count - 2] = UInt8(ascii: "}")
-        let snapshotCount = store.count
-        do {
-            try store.ingest(broken)
-        } catch {
-            print("  error: \(error)")
-            print("  records before \(snapshotCount), after \(store.count)")
+        section("4. A list screen fetches names only; the profile asks for exactly what is missing")
+        let list = try await run(.get, "/users?offset=0&count=5&fields=firstname")
+        if let id = list.items.first, let record = session.store.record(id: id) {
+            let profile = ["firstname", "lastname", "email", "age"]
+            let missing = record.missingFields(for: profile)
+            print("  \(id) has \(record.presentFields); the profile needs \(profile): ask for \(missing)")
+            _ = try await run(.get, "/users/\(id)?fields=\(missing.joined(separator: ","))")
+            let after = session.store.record(id: id)
+            print("  now it has \(after?.presentFields ?? []), missing \(after?.missingFields(for: profile) ?? [])")
         }
 
-        if rounds > 0 {
-            section("6. Speed on the first response (median of \(rounds) interleaved rounds)")
-            let workload = Workload(
-                name: "seed", bytes: first,
-                ingest: Workload.Ingest(
-                    registry: seedFixtureRegistry(), options: IngestOptions(),
-                    jsonDecoder: { try SeedCodable.decode($0).count },
-                    jsonSerialization: { try SeedCodable.serialization($0).count }))
-            let r = try Bench.measure(workload, rounds: rounds)
-            func mbps(_ s: Double?) -> String {
-                s.map { formatted(Double(first.count) / 1e6 / $0, 1) + " MB/s" } ?? "-"
-            }
-            print("  raw yajl (no-op callbacks)     \(mbps(r.yajlRaw))")
-            print("  FlatlandJSON parse             \(mbps(r.parse))")
-            print("  Flatland typed ingest          \(mbps(r.ingest))")
-            print("  JSONDecoder + dictionaries     \(mbps(r.jsonDecoder))")
-            print("  JSONSerialization + mapping    \(mbps(r.jsonSerialization))")
-            if let i = r.ingest, let d = r.jsonDecoder {
-                print(
-                    "  ingest is \(formatted(d / i, 2))x JSONDecoder "
-                        + "(on a busy machine the MB/s move; the interleaved ratio holds better)")
-            }
-            print("  (full comparison: swift run -c release flatland bench)")
+        section("5. Three identical GETs at once: one request")
+        let before = server.knobs.requestCount("GET", "/devices")
+        let same = (0..<3).map { _ in session.launch(.get, "/devices?offset=0&count=6") }
+        tasks.append(same[0])
+        for task in same { _ = try await task.value }
+        print(
+            "  \(Set(same.map(\.id)).count) task, \(server.knobs.requestCount("GET", "/devices") - before) request to the server"
+        )
+
+        section("6. The store")
+        print(
+            "  "
+                + session.store.countsByPrefix.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+                .joined(separator: ", "))
+
+        section("7. The collections")
+        for collection in session.store.collections.sorted(by: { $0.kind.rawValue < $1.kind.rawValue }) {
+            print(
+                "  \(collection.kind.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) "
+                    + "\(collection.displayIdentifier): \(collection.knownItems.count) known of \(collection.total ?? 0)"
+            )
         }
+
+        section("8. The tasks")
+        for task in tasks {
+            let ms =
+                task.duration.map {
+                    formatted(Double($0.components.attoseconds) / 1e15 + Double($0.components.seconds) * 1000, 2)
+                } ?? "-"
+            print(
+                "  \(task.id.prefix(10))…  \(task.request.method.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))"
+                    + "\(task.state.rawValue) \(task.statusCode ?? 0)  \(ms) ms  \(task.bytesReceived) B in "
+                    + "\(task.chunksReceived) chunk(s)  \(task.request.endpoint)")
+        }
+
+        section("9. Logout wipes the session's store")
+        await session.logout()
+        print("  records after logout: \(session.store.count); the server had \(server.knobs.totalRequests) requests")
+    }
+
+    private func speed() throws {
+        var generator = SeedGenerator(seed: 2026)
+        let bytes = generator.document(approximateBytes: 2_000_000)
+        section("10. Parse and ingest speed on a 2 MB response (median of \(rounds) interleaved rounds)")
+        let workload = Workload(
+            name: "seed", bytes: bytes,
+            ingest: Workload.Ingest(
+                registry: seedFixtureRegistry(), options: IngestOptions(),
+                jsonDecoder: { try SeedCodable.decode($0).count },
+                jsonSerialization: { try SeedCodable.serialization($0).count }))
+        let r = try Bench.measure(workload, rounds: rounds)
+        func mbps(_ s: Double?) -> String {
+            s.map { formatted(Double(bytes.count) / 1e6 / $0, 1) + " MB/s" } ?? "-"
+        }
+        print("  FlatlandJSON parse             \(mbps(r.parse))")
+        print("  Flatland typed ingest          \(mbps(r.ingest))")
+        print("  JSONDecoder + dictionaries     \(mbps(r.jsonDecoder))")
+        print("  (full comparisons: flatland bench, and flatland bench-http for the HTTP layer)")
     }
 
     private func section(_ title: String) { print("\n" + title) }
-
-    private func counts(_ store: Store) -> String {
-        store.countsByPrefix.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
-    }
 }

@@ -15,8 +15,9 @@ struct FlatlandCommand: AsyncParsableCommand {
         commandName: "flatland",
         abstract: "Parse, ingest and inspect JSON the way Flatland does.",
         subcommands: [
-            ParseCommand.self, IngestCommand.self, DumpCommand.self, GenerateCommand.self, BenchCommand.self,
-            SQLiteBenchCommand.self, DemoCommand.self, PersistStreamCommand.self,
+            ParseCommand.self, IngestCommand.self, DumpCommand.self, GenerateCommand.self, ServeCommand.self,
+            DemoCommand.self, BenchCommand.self, SQLiteBenchCommand.self, BenchHTTPCommand.self,
+            PersistStreamCommand.self,
         ]
     )
 

@@ -1,0 +1,288 @@
+import Flatland
+import Foundation
+
+/// The requests of one `(user, environment)`: launches them as tracked tasks through the
+/// filters and the transport, streams their bodies into the store, and keeps the set of tasks
+/// in flight.
+///
+/// A backend belongs to one ``Session``; nothing in it is shared with another session.
+public final class Backend: Sendable {
+    /// How a backend sends its requests.
+    public struct Configuration: Sendable {
+        /// Makes the backend's own transport (each backend gets a new one).
+        public var makeTransport: @Sendable () -> any HTTPTransport
+        /// Filters around every request, outermost first; a ``Session`` puts its request-id
+        /// and authentication filters before these.
+        public var filters: [any HTTPFilter]
+        /// Retries: none by default.
+        public var retryPolicy: RetryPolicy
+        /// How responses are ingested.
+        public var ingestOptions: IngestOptions
+        /// Headers that do not make two GETs different for de-duplication (lower case).
+        public var headersIgnoredForDeduplication: Set<String>
+        /// Whether an identical GET launched while one is in flight joins it.
+        public var deduplicatesGETs: Bool
+        /// The longest wait between two bytes of a response, in seconds.
+        public var timeout: TimeInterval
+
+        /// A configuration; every argument has a default.
+        public init(
+            makeTransport: @escaping @Sendable () -> any HTTPTransport = { URLSessionTransport() },
+            filters: [any HTTPFilter] = [],
+            retryPolicy: RetryPolicy = .none,
+            ingestOptions: IngestOptions = IngestOptions(),
+            headersIgnoredForDeduplication: Set<String> = ["x-request-id", "user-agent"],
+            deduplicatesGETs: Bool = true,
+            timeout: TimeInterval = 60
+        ) {
+            self.makeTransport = makeTransport
+            self.filters = filters
+            self.retryPolicy = retryPolicy
+            self.ingestOptions = ingestOptions
+            self.headersIgnoredForDeduplication = headersIgnoredForDeduplication
+            self.deduplicatesGETs = deduplicatesGETs
+            self.timeout = timeout
+        }
+    }
+
+    /// Where requests go.
+    public let environment: Environment
+    /// Where responses land.
+    public let store: Store
+    /// How requests are sent.
+    public let configuration: Configuration
+    let transport: any HTTPTransport
+
+    private struct State {
+        var inFlight: [String: HTTPTask] = [:]
+        var order: [String] = []
+        var byKey: [String: HTTPTask] = [:]
+        var ended = false
+    }
+
+    private let state = Locked(State())
+
+    /// A backend for `environment` writing into `store`.
+    public init(environment: Environment, store: Store, configuration: Configuration = Configuration()) {
+        self.environment = environment
+        self.store = store
+        self.configuration = configuration
+        transport = configuration.makeTransport()
+    }
+
+    // MARK: Launching
+
+    /// Launches a request: `method`, a path and query relative to the environment's base URL,
+    /// an optional body. The task starts at once; await ``HTTPTask/value`` for its result.
+    ///
+    /// An identical GET (same URL and headers that matter) launched while one is in flight
+    /// returns that task instead of going to the network again.
+    @discardableResult
+    public func launch(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:])
+        -> HTTPTask
+    {
+        var rng = SystemRandomNumberGenerator()
+        let id = EntityIDFormat.generate(prefix: "t", using: &rng)
+        var allHeaders = environment.headers.merging(headers)
+        if body != nil && allHeaders["Content-Type"] == nil { allHeaders["Content-Type"] = "application/json" }
+        if allHeaders["Accept"] == nil { allHeaders["Accept"] = "application/json" }
+        guard let url = environment.url(for: path) else {
+            let placeholder = environment.baseURL
+            let task = HTTPTask(
+                id: id,
+                request: HTTPRequest(method: method, url: placeholder, endpoint: path, headers: allHeaders, taskID: id))
+            task.complete(.failure(HTTPError(.invalidRequest, "\(path) does not form a URL").stamped(task.request)))
+            return task
+        }
+        let request = HTTPRequest(
+            method: method, url: url, endpoint: path, headers: allHeaders, body: body, taskID: id,
+            timeout: configuration.timeout)
+        let key =
+            configuration.deduplicatesGETs && (method == .get || method == .head) && body == nil
+            ? "\(method) \(url.absoluteString)\n\(allHeaders.canonical(ignoring: configuration.headersIgnoredForDeduplication))"
+            : nil
+        let task = HTTPTask(id: id, request: request)
+        let launched = state.withLock { s -> HTTPTask? in
+            if s.ended { return nil }
+            if let key, let existing = s.byKey[key] {
+                existing.status.withLock { $0.joined += 1 }
+                return existing
+            }
+            s.inFlight[id] = task
+            s.order.append(id)
+            if let key { s.byKey[key] = task }
+            return task
+        }
+        guard let launched else {
+            task.complete(.failure(HTTPError(.sessionEnded, "the session has ended").stamped(request)))
+            return task
+        }
+        if launched !== task { return launched }
+        let work = Task { [self] in
+            let outcome = await run(task)
+            state.withLock { s in
+                s.inFlight[id] = nil
+                s.order.removeAll { $0 == id }
+                if let key, s.byKey[key] === task { s.byKey[key] = nil }
+            }
+            task.complete(outcome)
+        }
+        task.attach(work)
+        return task
+    }
+
+    /// Launches a request and calls `completion` with its result: the completion-handler form.
+    @discardableResult
+    public func launch(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        completion: @escaping @Sendable (Result<HTTPResult, HTTPError>) -> Void
+    ) -> HTTPTask {
+        let task = launch(method, path, body: body, headers: headers)
+        task.whenDone(completion)
+        return task
+    }
+
+    /// Launches a request and waits for its result.
+    @discardableResult
+    public func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:])
+        async throws(HTTPError) -> HTTPResult
+    {
+        try await launch(method, path, body: body, headers: headers).value
+    }
+
+    // MARK: Tasks in flight
+
+    /// The tasks in flight, in launch order.
+    public var tasksInFlight: [HTTPTask] {
+        state.withLock { s in s.order.compactMap { s.inFlight[$0] } }
+    }
+
+    /// The task in flight with this uuid.
+    public func task(id: String) -> HTTPTask? { state.withLock { $0.inFlight[id] } }
+
+    /// Cancels the task in flight with this uuid; false when there is none.
+    @discardableResult
+    public func cancel(taskID: String) -> Bool {
+        guard let task = task(id: taskID) else { return false }
+        task.cancel()
+        return true
+    }
+
+    /// Cancels every task in flight.
+    public func cancelAll() {
+        for task in tasksInFlight { task.cancel() }
+    }
+
+    /// Ends the backend: no more launches, everything in flight cancelled and awaited, the
+    /// transport released.
+    func end() async {
+        let tasks = state.withLock { s -> [HTTPTask] in
+            s.ended = true
+            return s.order.compactMap { s.inFlight[$0] }
+        }
+        for task in tasks { task.cancel() }
+        for task in tasks { _ = try? await task.value }
+        transport.shutdown()
+    }
+
+    // MARK: Running a task
+
+    private func run(_ task: HTTPTask) async -> Result<HTTPResult, HTTPError> {
+        task.markStarted()
+        let policy = configuration.retryPolicy
+        var attempt = 0
+        while true {
+            attempt += 1
+            var request = task.request
+            request.attempt = attempt
+            task.status.withLock { $0.attempts = attempt }
+            var retryAfter: String?
+            var failure: HTTPError
+            do {
+                let response = try await chain(request, task: task)
+                if Task.isCancelled { throw HTTPError(.cancelled, "the task was cancelled") }
+                task.status.withLock { $0.statusCode = response.status }
+                if response.isSuccess {
+                    return finish(response, task: task)
+                }
+                retryAfter = response.headers["Retry-After"]
+                failure = HTTPError(
+                    .status, "the server answered \(response.status)", status: response.status,
+                    body: response.errorBody)
+            } catch let error as HTTPError {
+                failure = error
+            } catch let error as IngestError {
+                failure = HTTPError(
+                    error.code == .cancelled ? .cancelled : .decoding, "the response could not be read: \(error)",
+                    ingest: error)
+            } catch is CancellationError {
+                failure = HTTPError(.cancelled, "the task was cancelled")
+            } catch {
+                failure = HTTPError(.transport, "the request failed: \(error)", underlying: "\(error)")
+            }
+            if Task.isCancelled { failure = HTTPError(.cancelled, "the task was cancelled", status: failure.status) }
+            let retryable = failure.code == .transport || failure.code == .status
+            guard retryable,
+                policy.shouldRetry(
+                    method: request.method, attempt: attempt, status: failure.code == .status ? failure.status : nil)
+            else {
+                return .failure(failure.stamped(request))
+            }
+            let delay = policy.delay(afterAttempt: attempt, retryAfter: retryAfter)
+            task.status.withLock { $0.retryDelays.append(delay) }
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                return .failure(HTTPError(.cancelled, "the task was cancelled").stamped(request))
+            }
+        }
+    }
+
+    /// Applies a successful response's ingest: the only place a task writes to the store.
+    private func finish(_ response: HTTPResponse, task: HTTPTask) -> Result<HTTPResult, HTTPError> {
+        guard let pending = response.pending else {
+            return .success(
+                HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: nil))
+        }
+        do throws(IngestError) {
+            let ingest = try pending.ingestor.finish()
+            return .success(
+                HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: ingest))
+        } catch {
+            return .failure(
+                HTTPError(.decoding, "the response could not be read: \(error)", status: response.status, ingest: error)
+                    .stamped(task.request))
+        }
+    }
+
+    /// The filters around the transport, for one attempt.
+    private func chain(_ request: HTTPRequest, task: HTTPTask) async throws -> HTTPResponse {
+        let transport = self.transport
+        let store = self.store
+        let options = configuration.ingestOptions
+        let taskID = task.id
+        var next: HTTPFilterNext = { request in
+            let receiver = IngestReceiver(
+                makeIngestor: {
+                    store.makeIngestor(endpoint: request.endpoint, taskID: taskID, options: options)
+                },
+                progress: { [weak task] count in task?.received(count) })
+            do {
+                let head = try await withTaskCancellationHandler {
+                    try await transport.send(request, to: receiver)
+                } onCancel: {
+                    receiver.cancel()
+                }
+                return HTTPResponse(head: head, receiver: receiver)
+            } catch {
+                receiver.cancel()
+                throw error
+            }
+        }
+        for filter in configuration.filters.reversed() {
+            let inner = next
+            next = { request in try await filter.handle(request, next: inner) }
+        }
+        return try await next(request)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// One request as it goes through the filters to the transport.
+///
+/// Filters receive it as a value, may change any part of it (a header, the URL, the body) and
+/// pass it on.
+public struct HTTPRequest: Sendable, CustomStringConvertible {
+    /// The method.
+    public var method: HTTPMethod
+    /// The absolute URL.
+    public var url: URL
+    /// The path and query as launched, relative to the environment's base URL: the endpoint
+    /// whose collection the response updates.
+    public var endpoint: String
+    /// The header fields: the environment's defaults, then the launch's own, then the filters'.
+    public var headers: HTTPHeaders
+    /// The body, if any.
+    public var body: [UInt8]?
+    /// The uuid of the task this request belongs to.
+    public var taskID: String
+    /// Which attempt this is, from 1 (retries count up).
+    public var attempt: Int
+    /// The longest wait for the server between two bytes, in seconds.
+    public var timeout: TimeInterval
+
+    /// A request; the backend builds these from ``Backend/launch(_:_:body:headers:)``.
+    public init(
+        method: HTTPMethod, url: URL, endpoint: String, headers: HTTPHeaders = [:], body: [UInt8]? = nil,
+        taskID: String = "", attempt: Int = 1, timeout: TimeInterval = 60
+    ) {
+        self.method = method
+        self.url = url
+        self.endpoint = endpoint
+        self.headers = headers
+        self.body = body
+        self.taskID = taskID
+        self.attempt = attempt
+        self.timeout = timeout
+    }
+
+    public var description: String { "\(method) \(url.absoluteString)" }
+}
+
+/// The status line and headers of a response.
+public struct HTTPResponseHead: Sendable, Hashable {
+    /// The status code.
+    public var status: Int
+    /// The header fields.
+    public var headers: HTTPHeaders
+
+    /// A head.
+    public init(status: Int, headers: HTTPHeaders = [:]) {
+        self.status = status
+        self.headers = headers
+    }
+
+    /// Whether the status is 2xx.
+    public var isSuccess: Bool { (200..<300).contains(status) }
+}

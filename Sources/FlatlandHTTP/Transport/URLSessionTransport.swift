@@ -1,0 +1,126 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The transport over `URLSession`, on Linux (FoundationNetworking) and Apple platforms.
+///
+/// It uses a data task with a delegate, so the body reaches the receiver chunk by chunk as it
+/// arrives and is never held whole. Each transport owns its own `URLSession` (an ephemeral
+/// configuration by default): two sessions of the app never share cookies, caches or
+/// connections.
+public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
+    private let delegate: Delegate
+    private let session: URLSession
+
+    /// A transport with its own `URLSession`.
+    public init(configuration: URLSessionConfiguration = .ephemeral) {
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        delegate = Delegate()
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+    }
+
+    deinit { session.invalidateAndCancel() }
+
+    public func shutdown() { session.invalidateAndCancel() }
+
+    public func send(_ request: HTTPRequest, to receiver: any HTTPResponseReceiver) async throws -> HTTPResponseHead {
+        try Task.checkCancellation()
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method.rawValue
+        urlRequest.timeoutInterval = request.timeout
+        for field in request.headers { urlRequest.addValue(field.value, forHTTPHeaderField: field.name) }
+        if let body = request.body { urlRequest.httpBody = Data(body) }
+        let task = session.dataTask(with: urlRequest)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
+                delegate.register(task, Exchange(receiver: receiver, continuation: continuation))
+                task.resume()
+            }
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    /// One request's state on the delegate queue.
+    final class Exchange: @unchecked Sendable {
+        let receiver: any HTTPResponseReceiver
+        let continuation: CheckedContinuation<HTTPResponseHead, any Error>
+        var head: HTTPResponseHead?
+        var failure: (any Error)?
+
+        init(receiver: any HTTPResponseReceiver, continuation: CheckedContinuation<HTTPResponseHead, any Error>) {
+            self.receiver = receiver
+            self.continuation = continuation
+        }
+    }
+
+    final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+        private let exchanges = Locked([Int: Exchange]())
+
+        func register(_ task: URLSessionTask, _ exchange: Exchange) {
+            exchanges.withLock { $0[task.taskIdentifier] = exchange }
+        }
+
+        private func exchange(_ task: URLSessionTask) -> Exchange? {
+            exchanges.withLock { $0[task.taskIdentifier] }
+        }
+
+        func urlSession(
+            _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+            completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+        ) {
+            guard let exchange = exchange(dataTask) else { return completionHandler(.cancel) }
+            let http = response as? HTTPURLResponse
+            var headers = HTTPHeaders()
+            for (name, value) in http?.allHeaderFields ?? [:] {
+                headers.add(String(describing: name), String(describing: value))
+            }
+            let head = HTTPResponseHead(status: http?.statusCode ?? 0, headers: headers)
+            exchange.head = head
+            do {
+                try exchange.receiver.receive(head: head)
+                completionHandler(.allow)
+            } catch {
+                exchange.failure = error
+                completionHandler(.cancel)
+            }
+        }
+
+        func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+            guard let exchange = exchange(dataTask), exchange.failure == nil else { return }
+            do {
+                try data.withUnsafeBytes { try exchange.receiver.receive(chunk: $0) }
+            } catch {
+                exchange.failure = error
+                dataTask.cancel()
+            }
+        }
+
+        func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+            guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+            if let failure = exchange.failure {
+                exchange.continuation.resume(throwing: failure)
+            } else if let error {
+                let nsError = error as NSError
+                if nsError.domain == NSURLErrorDomain && nsError.code == NSURLErrorCancelled {
+                    exchange.continuation.resume(throwing: HTTPError(.cancelled, "the request was cancelled"))
+                } else {
+                    exchange.continuation.resume(
+                        throwing: HTTPError(
+                            .transport, "the request failed: \(nsError.localizedDescription)",
+                            status: exchange.head?.status, underlying: "\(nsError.domain) \(nsError.code)"))
+                }
+            } else if let head = exchange.head {
+                exchange.continuation.resume(returning: head)
+            } else {
+                exchange.continuation.resume(throwing: HTTPError(.transport, "the response had no status line"))
+            }
+        }
+    }
+}

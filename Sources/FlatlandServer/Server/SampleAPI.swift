@@ -1,0 +1,382 @@
+import Flatland
+import FlatlandFixtures
+import FlatlandJSON
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// The routes of the sample backend, over a ``SampleState``.
+struct SampleAPI: Sendable {
+    let state: SampleState
+    let knobs: ServerKnobs
+    let maxPageSize: Int
+
+    struct Reply {
+        var status: Int
+        var headers: [(String, String)] = []
+        var body: [UInt8] = []
+    }
+
+    struct DroppedConnection: Error {}
+
+    func respond(to request: Request) async -> Response {
+        var headers: [String: String] = [:]
+        for field in request.headers { headers[field.name.canonicalName] = field.value }
+        let method = request.method.rawValue
+        let path = request.uri.path
+        let plan = knobs.arrive(method: method, path: path, headers: headers)
+        if let hold = plan.hold, hold.afterBytes == 0 { await hold.gate.wait() }
+        var reply: Reply
+        if let failure = plan.failure {
+            reply = Reply(status: failure.status, body: failure.body)
+            if let retryAfter = failure.retryAfter { reply.headers.append(("Retry-After", retryAfter)) }
+        } else if let override = plan.override {
+            reply = Reply(status: override.status, body: override.body)
+        } else {
+            var request = request
+            let body: [UInt8]
+            do {
+                body = Array(try await request.collectBody(upTo: 1 << 20).readableBytesView)
+            } catch {
+                return makeResponse(Self.error(413, "the body is too large"), plan: plan)
+            }
+            var query: [String: String] = [:]
+            for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
+            reply = route(method: method, path: path, query: query, headers: headers, body: body)
+        }
+        return makeResponse(reply, plan: plan)
+    }
+
+    private func makeResponse(_ reply: Reply, plan: ServerKnobs.Plan) -> Response {
+        var fields = HTTPFields()
+        if !reply.body.isEmpty { fields[.contentType] = "application/json" }
+        for (name, value) in reply.headers {
+            switch name {
+            case "ETag": fields[.eTag] = value
+            case "Retry-After": fields[.retryAfter] = value
+            default: break
+            }
+        }
+        let status = HTTPResponse.Status(code: reply.status)
+        let body = reply.body
+        let streamed = plan.chunkSize != nil || (plan.hold?.afterBytes ?? 0) > 0 || plan.dropAfter != nil
+        guard streamed, !body.isEmpty else {
+            return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        }
+        let chunk = max(1, plan.chunkSize ?? 16 << 10)
+        let pause = plan.chunkPause
+        let hold = plan.hold.flatMap { $0.afterBytes > 0 ? $0 : nil }
+        let drop = plan.dropAfter
+        return Response(
+            status: status, headers: fields,
+            body: ResponseBody { writer in
+                var offset = 0
+                var held = false
+                while offset < body.count {
+                    var limit = min(body.count, offset + chunk)
+                    if let drop, drop > offset, drop < limit { limit = drop }
+                    if let hold, !held, hold.afterBytes > offset, hold.afterBytes < limit { limit = hold.afterBytes }
+                    try await writer.write(ByteBuffer(bytes: body[offset..<limit]))
+                    offset = limit
+                    if let drop, offset >= drop { throw DroppedConnection() }
+                    if let hold, !held, offset >= hold.afterBytes {
+                        held = true
+                        await hold.gate.wait()
+                    }
+                    if pause > .zero { try await Task.sleep(for: pause) }
+                }
+                try await writer.finish(nil)
+            })
+    }
+
+    // MARK: Routing
+
+    private func route(
+        method: String, path: String, query: [String: String], headers: [String: String],
+        body: [UInt8]
+    ) -> Reply {
+        let parts = path.split(separator: "/").map(String.init)
+        let fields = query["fields"].map { $0.split(separator: ",").map(String.init).filter { $0 != "uuid" } }
+        let token = headers["authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        let page = (offset: query["offset"].flatMap { Int($0) } ?? 0, count: query["count"].flatMap { Int($0) } ?? 20)
+        guard page.offset >= 0, page.count >= 0 else { return Self.error(400, "offset and count must be positive") }
+        var route = "/" + parts.joined(separator: "/")
+        var id = ""
+        if parts.count == 2, parts[0] == "users" || parts[0] == "devices" {
+            id = parts[1]
+            route = "/\(parts[0])/{id}"
+            if route == "/users/{id}" && id == "me" { route = "/user/me" }
+        }
+        switch (method, route) {
+        case ("POST", "/session"):
+            return register(body)
+        case ("PUT", "/session"):
+            return confirm(token: token)
+        case ("GET", "/user/me"):
+            return withUser(token) { user($0, fields: fields) }
+        case ("PATCH", "/user/me"):
+            return withUser(token) { patch($0, body: body, ifMatch: headers["if-match"]) }
+        case ("GET", "/user/me/devices"):
+            return withUser(token) { me in
+                let devices = state.store.entity(EntityID<SeedUser>(me))?.devices.map(\.rawValue) ?? []
+                return slice(devices, page: page, fields: fields, write: writeDevice)
+            }
+        case ("GET", "/devices"):
+            return slice(state.deviceIDs, page: page, fields: fields, write: writeDevice)
+        case ("GET", "/users"):
+            return slice(state.userIDs, page: page, fields: fields, write: writeUser)
+        case ("GET", "/users/{id}"):
+            return user(id, fields: fields)
+        case ("PATCH", "/users/{id}"):
+            return patch(id, body: body, ifMatch: headers["if-match"])
+        case ("DELETE", "/users/{id}"):
+            return delete(id)
+        case ("GET", "/devices/{id}"):
+            guard state.store.contains(EntityID<SeedDevice>(id)) else { return Self.error(404, "no device \(id)") }
+            return entity(id, fields: fields, write: writeDevice)
+        case (_, "/session"), (_, "/user/me"), (_, "/user/me/devices"), (_, "/devices"), (_, "/users"),
+            (_, "/users/{id}"), (_, "/devices/{id}"):
+            return Self.error(405, "\(method) is not allowed on \(path)")
+        default:
+            return Self.error(404, "no route for \(path)")
+        }
+    }
+
+    // MARK: Sessions
+
+    private func withUser(_ token: String?, _ body: (String) -> Reply) -> Reply {
+        guard let token, let session = state.tables.withLockedValue({ $0.sessions[token] }) else {
+            return Self.error(401, "a session token is required (Authorization: Bearer …)")
+        }
+        guard session.confirmed else { return Self.error(403, "the session is not confirmed yet (PUT /session)") }
+        return body(session.user)
+    }
+
+    private func register(_ body: [UInt8]) -> Reply {
+        guard case .object(let object)? = try? JSONValue(parsing: body) else {
+            return Self.error(400, "the body must be a JSON object")
+        }
+        guard let email = object["email"]?.stringValue, email.contains("@") else {
+            return Self.error(400, "email is required", field: "email")
+        }
+        var rng = SystemRandomNumberGenerator()
+        let userID = EntityIDFormat.generate(prefix: "u", using: &rng)
+        let deviceID = EntityIDFormat.generate(prefix: "d", using: &rng)
+        let sessionID = EntityIDFormat.generate(prefix: "s", using: &rng)
+        let token = EntityIDFormat.generate(prefix: "tok", using: &rng)
+        let now = Self.timestamp(Date())
+        var w = JSONWriter()
+        w.beginArray()
+        w.beginObject()
+        w.key("uuid")
+        w.string(userID)
+        w.key("email")
+        w.string(email)
+        w.key("firstname")
+        w.string(object["firstname"]?.stringValue ?? "")
+        w.key("lastname")
+        w.string(object["lastname"]?.stringValue ?? "")
+        w.key("created")
+        w.string(now)
+        w.key("devices")
+        w.beginArray()
+        w.string(deviceID)
+        w.endArray()
+        w.endObject()
+        w.beginObject()
+        w.key("uuid")
+        w.string(deviceID)
+        for key in ["name", "model", "os", "osVersion", "pushToken"] {
+            w.key(key)
+            w.string(object["device"]?[key]?.stringValue ?? "")
+        }
+        w.key("lastSeen")
+        w.string(now)
+        w.endObject()
+        w.beginObject()
+        w.key("uuid")
+        w.string(sessionID)
+        w.key("created")
+        w.string(now)
+        w.key("user")
+        w.string(userID)
+        w.key("device")
+        w.string(deviceID)
+        w.endObject()
+        w.endArray()
+        do {
+            try state.store.ingest(w.bytes)
+        } catch {
+            return Self.error(400, "the registration could not be stored: \(error)")
+        }
+        state.tables.withLockedValue { t in
+            t.users.append(userID)
+            t.devices.append(deviceID)
+            t.owner[deviceID] = userID
+            for id in [userID, deviceID, sessionID] { t.versions[id] = 1 }
+            t.sessions[token] = SampleState.SessionInfo(
+                id: sessionID, user: userID, device: deviceID, confirmed: false)
+        }
+        return sessionReply(token: token, status: 201)
+    }
+
+    private func confirm(token: String?) -> Reply {
+        guard let token,
+            state.tables.withLockedValue({ t -> Bool in
+                guard t.sessions[token] != nil else { return false }
+                t.sessions[token]?.confirmed = true
+                return true
+            })
+        else { return Self.error(401, "unknown session token") }
+        return sessionReply(token: token, status: 200)
+    }
+
+    /// `{"uuid":"s-…","token":"…","confirmed":…,"created":…,"user":{…},"device":{…}}`
+    private func sessionReply(token: String, status: Int) -> Reply {
+        guard let info = state.tables.withLockedValue({ $0.sessions[token] }),
+            let session = state.store.entity(EntityID<SeedSession>(info.id))
+        else { return Self.error(500, "the session vanished") }
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("uuid")
+        w.string(info.id)
+        w.key("token")
+        w.string(token)
+        w.key("confirmed")
+        w.bool(info.confirmed)
+        w.key("created")
+        w.string(session.created.map(Self.timestamp) ?? "")
+        w.key("user")
+        writeUser(&w, info.user, nil)
+        w.key("device")
+        writeDevice(&w, info.device, nil)
+        w.endObject()
+        return Reply(status: status, headers: etag(info.id), body: w.bytes)
+    }
+
+    // MARK: Entities
+
+    private func writeUser(_ w: inout JSONWriter, _ id: String, _ fields: [String]?) {
+        if let user = state.store.entity(EntityID<SeedUser>(id)) {
+            user.writeJSON(to: &w, only: fields)
+        } else {
+            w.null()
+        }
+    }
+
+    private func writeDevice(_ w: inout JSONWriter, _ id: String, _ fields: [String]?) {
+        if let device = state.store.entity(EntityID<SeedDevice>(id)) {
+            device.writeJSON(to: &w, only: fields)
+        } else {
+            w.null()
+        }
+    }
+
+    private func etag(_ id: String) -> [(String, String)] {
+        [("ETag", "\"\(state.version(of: id) ?? 1)\"")]
+    }
+
+    private func entity(
+        _ id: String, fields: [String]?, write: (inout JSONWriter, String, [String]?) -> Void
+    ) -> Reply {
+        var w = JSONWriter()
+        write(&w, id, fields)
+        return Reply(status: 200, headers: etag(id), body: w.bytes)
+    }
+
+    private func user(_ id: String, fields: [String]?) -> Reply {
+        guard state.store.contains(EntityID<SeedUser>(id)) else { return Self.error(404, "no user \(id)") }
+        return entity(id, fields: fields, write: writeUser)
+    }
+
+    private func slice(
+        _ ids: [String], page: (offset: Int, count: Int), fields: [String]?,
+        write: (inout JSONWriter, String, [String]?) -> Void
+    ) -> Reply {
+        let start = min(page.offset, ids.count)
+        let end = min(ids.count, start + min(page.count, maxPageSize))
+        var w = JSONWriter(capacity: (end - start) * 512 + 64)
+        w.beginObject()
+        w.key("offset")
+        w.number(page.offset)
+        w.key("count")
+        w.number(end - start)
+        w.key("total")
+        w.number(ids.count)
+        w.key("data")
+        w.beginArray()
+        for id in ids[start..<end] { write(&w, id, fields) }
+        w.endArray()
+        w.endObject()
+        return Reply(status: 200, body: w.bytes)
+    }
+
+    private func patch(_ id: String, body: [UInt8], ifMatch: String?) -> Reply {
+        guard state.store.contains(EntityID<SeedUser>(id)) else { return Self.error(404, "no user \(id)") }
+        if let ifMatch, ifMatch != "*", ifMatch != etag(id)[0].1 {
+            return Self.error(412, "the user changed: If-Match \(ifMatch) is not \(etag(id)[0].1)")
+        }
+        guard case .object(let object)? = try? JSONValue(parsing: body) else {
+            return Self.error(400, "the body must be a JSON object")
+        }
+        if let uuid = object["uuid"], uuid.stringValue != id {
+            return Self.error(400, "uuid does not match", field: "uuid")
+        }
+        let known = Set(SeedUser.fields.map(\.key))
+        if let unknown = object.keys.first(where: { $0 != "uuid" && !known.contains($0) }) {
+            return Self.error(400, "unknown field \(unknown)", field: unknown)
+        }
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("uuid")
+        w.string(id)
+        for (key, value) in object where key != "uuid" {
+            w.key(key)
+            w.value(value)
+        }
+        w.endObject()
+        do {
+            try state.store.ingest(w.bytes)
+        } catch {
+            return Self.error(400, "the update is not valid: \(error)", field: error.path)
+        }
+        state.tables.withLockedValue { $0.versions[id, default: 1] += 1 }
+        return entity(id, fields: nil, write: writeUser)
+    }
+
+    private func delete(_ id: String) -> Reply {
+        guard state.store.contains(EntityID<SeedUser>(id)) else { return Self.error(404, "no user \(id)") }
+        _ = try? state.store.remove([id])
+        state.tables.withLockedValue { t in
+            t.users.removeAll { $0 == id }
+            t.versions[id] = nil
+            for (token, session) in t.sessions where session.user == id { t.sessions[token] = nil }
+        }
+        return Reply(status: 204)
+    }
+
+    // MARK: Helpers
+
+    /// `{"error":{"code":404,"message":"…","field":"…"}}`
+    static func error(_ status: Int, _ message: String, field: String? = nil) -> Reply {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("error")
+        w.beginObject()
+        w.key("code")
+        w.number(status)
+        w.key("message")
+        w.string(message)
+        if let field {
+            w.key("field")
+            w.string(field)
+        }
+        w.endObject()
+        w.endObject()
+        return Reply(status: status, body: w.bytes)
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}
