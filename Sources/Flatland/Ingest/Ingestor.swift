@@ -121,7 +121,7 @@ public final class Ingestor: JSONEventHandler {
         prefixedIDs = options.resolver is PrefixedIDResolver
         mayIdentifyAll = prefixedIDs
         versionKey = options.versionKey.map { Array($0.utf8) }
-        parser = JSONStreamParser(handler: self, options: options.parser)
+        parser = JSONStreamParser(handler: IngestorEvents(self), options: options.parser)
     }
 
     deinit { scalarToken.deallocate() }
@@ -676,4 +676,24 @@ public final class Ingestor: JSONEventHandler {
         }
         return path
     }
+}
+
+/// Hands the parser's events to an ingestor without keeping it alive: the ingestor owns the
+/// parser, and the parser owns its handler, so a direct reference would be a cycle that keeps the
+/// ingestor and its store alive for ever. Events only arrive while the ingestor is feeding or
+/// finishing, so it is alive whenever this is called.
+final class IngestorEvents: JSONEventHandler {
+    unowned(unsafe) let ingestor: Ingestor
+
+    init(_ ingestor: Ingestor) { self.ingestor = ingestor }
+
+    func beginObject() throws { try ingestor.beginObject() }
+    func endObject() throws { try ingestor.endObject() }
+    func beginArray() throws { try ingestor.beginArray() }
+    func endArray() throws { try ingestor.endArray() }
+    func key(_ key: JSONBytes) throws { try ingestor.key(key) }
+    func string(_ value: JSONBytes) throws { try ingestor.string(value) }
+    func number(_ value: JSONNumberText) throws { try ingestor.number(value) }
+    func bool(_ value: Bool) throws { try ingestor.bool(value) }
+    func null() throws { try ingestor.null() }
 }
