@@ -5,6 +5,12 @@ import FlatlandSQLite
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Unique paths in a directory of this test process.
 enum Scratch {
     static let directory: String = {
@@ -12,6 +18,9 @@ enum Scratch {
             "flatland-sqlite-tests-\(ProcessInfo.processInfo.processIdentifier)"
         ).path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        // Stores an ingest went through are not released before the process ends (the ingestor
+        // and its parser hold each other), so their files are removed when it ends.
+        atexit { try? FileManager.default.removeItem(atPath: Scratch.directory) }
         return path
     }()
 

@@ -3,6 +3,12 @@ import FlatlandSQLite
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Where a test's store keeps its records. Every store test runs against each backend with the
 /// same expectations.
 enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -42,6 +48,9 @@ enum TemporaryFiles {
             "flatland-tests-\(ProcessInfo.processInfo.processIdentifier)"
         ).path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        // Stores an ingest went through are not released before the process ends (the ingestor
+        // and its parser hold each other), so their files are removed when it ends.
+        atexit { try? FileManager.default.removeItem(atPath: TemporaryFiles.directory) }
         return path
     }()
 
