@@ -81,7 +81,7 @@ public final class Backend: Sendable {
     public func launch(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:])
         -> HTTPTask
     {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SecureRandom()
         let id = EntityIDFormat.generate(prefix: "t", using: &rng)
         var allHeaders = environment.headers.merging(headers)
         if body != nil && allHeaders["Content-Type"] == nil { allHeaders["Content-Type"] = "application/json" }

@@ -8,8 +8,8 @@ import Foundation
 ///
 /// It uses a data task with a delegate, so the body reaches the receiver chunk by chunk as it
 /// arrives and is never held whole. Each transport owns its own `URLSession` (an ephemeral
-/// configuration by default): two sessions of the app never share cookies, caches or
-/// connections.
+/// configuration by default) with no cookie, credential or URL cache storage: two sessions of
+/// the app never share cookies, caches or connections (tokens travel in filters instead).
 public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let delegate: Delegate
     private let session: URLSession
@@ -17,6 +17,8 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     /// A transport with its own `URLSession`.
     public init(configuration: URLSessionConfiguration = .ephemeral) {
         configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        configuration.urlCredentialStorage = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         delegate = Delegate()
         let queue = OperationQueue()

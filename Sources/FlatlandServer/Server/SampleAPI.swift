@@ -159,7 +159,7 @@ struct SampleAPI: Sendable {
         guard let email = object["email"]?.stringValue, email.contains("@") else {
             return Self.error(400, "email is required", field: "email")
         }
-        var rng = SystemRandomNumberGenerator()
+        var rng = SecureRandom()
         let userID = EntityIDFormat.generate(prefix: "u", using: &rng)
         let deviceID = EntityIDFormat.generate(prefix: "d", using: &rng)
         let sessionID = EntityIDFormat.generate(prefix: "s", using: &rng)
