@@ -10,10 +10,23 @@ let package = Package(
         .package(name: "Flatland", path: ".."),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
-    targets: ["ParseBench", "IngestBench", "StoreBench", "PersistBench"].map { name in
+    targets: [
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [
+                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Flatland", package: "Flatland"),
+                .product(name: "FlatlandJSON", package: "Flatland"),
+                .product(name: "FlatlandFixtures", package: "Flatland"),
+            ],
+            path: "Support"
+        )
+    ]
+        + ["ParseBench", "IngestBench", "StoreBench", "PersistBench"].map { name in
         .executableTarget(
             name: name,
             dependencies: [
+                "BenchmarkSupport",
                 .product(name: "Benchmark", package: "package-benchmark"),
                 .product(name: "Flatland", package: "Flatland"),
                 .product(name: "FlatlandJSON", package: "Flatland"),

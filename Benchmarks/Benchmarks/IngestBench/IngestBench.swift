@@ -1,29 +1,7 @@
 import Benchmark
+import BenchmarkSupport
 import Flatland
 import FlatlandFixtures
-
-func seedDocument(megabytes: Int) -> [UInt8] {
-    var generator = SeedGenerator(seed: 2026)
-    return generator.document(approximateBytes: megabytes * 1_000_000)
-}
-
-func ingest(_ bytes: [UInt8], into store: Store, chunkSize: Int = 64 * 1024) throws -> IngestResult {
-    let ingestor = store.makeIngestor(endpoint: "/users?offset=0")
-    var offset = 0
-    while offset < bytes.count {
-        let end = min(bytes.count, offset + chunkSize)
-        try ingestor.feed(bytes[offset..<end])
-        offset = end
-    }
-    return try ingestor.finish()
-}
-
-/// Allocation counts barely move between runs: more than 10% over the committed Thresholds/ is
-/// a regression (`swift package benchmark thresholds check`); an allocation per event or per
-/// field would show as a multiple.
-nonisolated(unsafe) let mallocThresholds: [BenchmarkMetric: BenchmarkThresholds] = [
-    .mallocCountTotal: .init(relative: [.p90: 10.0])
-]
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
@@ -31,7 +9,7 @@ let benchmarks: @Sendable () -> Void = {
         warmupIterations: 1,
         maxDuration: .seconds(3),
         maxIterations: 30,
-        thresholds: mallocThresholds
+        thresholds: mallocThresholds()
     )
 
     let oneMB = seedDocument(megabytes: 1)

@@ -1,4 +1,5 @@
 import Benchmark
+import BenchmarkSupport
 import FlatlandFixtures
 import FlatlandJSON
 
@@ -15,35 +16,13 @@ final class NullHandler: JSONEventHandler {
     func null() {}
 }
 
-func seedDocument(megabytes: Int) -> [UInt8] {
-    var generator = SeedGenerator(seed: 2026)
-    return generator.document(approximateBytes: megabytes * 1_000_000)
-}
-
-func feed(_ bytes: [UInt8], to parser: JSONStreamParser, chunkSize: Int = 64 * 1024) throws {
-    var offset = 0
-    while offset < bytes.count {
-        let end = min(bytes.count, offset + chunkSize)
-        try parser.feed(bytes[offset..<end])
-        offset = end
-    }
-    try parser.finish()
-}
-
-/// Allocation counts barely move between runs: more than 10% over the committed Thresholds/ is
-/// a regression (`swift package benchmark thresholds check`); an allocation per event or per
-/// field would show as a multiple.
-nonisolated(unsafe) let mallocThresholds: [BenchmarkMetric: BenchmarkThresholds] = [
-    .mallocCountTotal: .init(relative: [.p90: 10.0])
-]
-
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .throughput, .mallocCountTotal, .peakMemoryResident],
         warmupIterations: 1,
         maxDuration: .seconds(3),
         maxIterations: 50,
-        thresholds: mallocThresholds
+        thresholds: mallocThresholds()
     )
 
     let oneMB = seedDocument(megabytes: 1)

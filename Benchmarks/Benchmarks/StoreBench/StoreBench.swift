@@ -1,13 +1,7 @@
 import Benchmark
+import BenchmarkSupport
 import Flatland
 import FlatlandFixtures
-
-/// Allocation counts barely move between runs: more than 10% over the committed Thresholds/ is
-/// a regression (`swift package benchmark thresholds check`); an allocation per event or per
-/// field would show as a multiple.
-nonisolated(unsafe) let mallocThresholds: [BenchmarkMetric: BenchmarkThresholds] = [
-    .mallocCountTotal: .init(relative: [.p90: 10.0])
-]
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
@@ -15,7 +9,7 @@ let benchmarks: @Sendable () -> Void = {
         warmupIterations: 1,
         maxDuration: .seconds(2),
         maxIterations: 1000,
-        thresholds: mallocThresholds
+        thresholds: mallocThresholds()
     )
 
     var generator = SeedGenerator(seed: 7)
