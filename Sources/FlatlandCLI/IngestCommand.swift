@@ -114,59 +114,53 @@ enum StoreDump {
     static func write(_ store: some StoreReader, idKey: String) {
         var out: [UInt8] = []
         out.reserveCapacity(1 << 16)
-        func flush(force: Bool = false) {
-            if force || out.count > 1 << 16 {
-                FileHandleOutput.standardOutput.write(String(decoding: out, as: UTF8.self))
-                out.removeAll(keepingCapacity: true)
-            }
+        /// One JSON object on its own line, written by `members`.
+        func line(kind: String, _ members: (inout JSONWriter) -> Void) {
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("kind")
+            w.string(kind)
+            members(&w)
+            w.endObject()
+            out += w.bytes
+            out.append(0x0A)
+            if out.count > 1 << 16 { flush() }
+        }
+        func flush() {
+            FileHandleOutput.standardOutput.write(String(decoding: out, as: UTF8.self))
+            out.removeAll(keepingCapacity: true)
         }
         for id in store.allIDs() {
             guard let record = store.record(id: id) else { continue }
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("kind")
-            w.string("entity")
-            w.key("uuid")
-            w.string(record.id)
-            w.key("type")
-            w.string(record.prefix)
-            w.key("fields")
-            w.value(.object(record.fields))
-            w.endObject()
-            out += w.bytes
-            out.append(0x0A)
-            flush()
+            line(kind: "entity") { w in
+                w.key("uuid")
+                w.string(record.id)
+                w.key("type")
+                w.string(record.prefix)
+                w.key("fields")
+                w.value(.object(record.fields))
+            }
         }
         for task in store.collections(kind: .task) {
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("kind")
-            w.string("task")
-            w.key("source")
-            w.string(task.displayIdentifier)
-            w.key("items")
-            writeItems(task.items, &w)
-            w.endObject()
-            out += w.bytes
-            out.append(0x0A)
+            line(kind: "task") { w in
+                w.key("source")
+                w.string(task.displayIdentifier)
+                w.key("items")
+                writeItems(task.items, &w)
+            }
         }
         for collection in store.collections(kind: .endpoint).sorted(by: { $0.displayIdentifier < $1.displayIdentifier })
         {
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("kind")
-            w.string("endpoint")
-            w.key("endpoint")
-            w.string(collection.displayIdentifier)
-            w.key("total")
-            if let total = collection.total { w.number(total) } else { w.null() }
-            w.key("items")
-            writeItems(collection.items, &w)
-            w.endObject()
-            out += w.bytes
-            out.append(0x0A)
+            line(kind: "endpoint") { w in
+                w.key("endpoint")
+                w.string(collection.displayIdentifier)
+                w.key("total")
+                if let total = collection.total { w.number(total) } else { w.null() }
+                w.key("items")
+                writeItems(collection.items, &w)
+            }
         }
-        flush(force: true)
+        flush()
     }
 
     private static func writeItems(_ items: [String?], _ w: inout JSONWriter) {
