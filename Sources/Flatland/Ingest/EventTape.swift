@@ -20,7 +20,6 @@ struct EventTape {
     }
 
     var mark: Mark { Mark(tokens: tokens.count, bytes: storage.count) }
-    var isEmpty: Bool { tokens.isEmpty }
 
     init() {
         tokens.reserveCapacity(256)
@@ -54,9 +53,6 @@ struct EventTape {
         storage.removeAll(keepingCapacity: true)
     }
 
-    /// The bytes recorded since `mark`.
-    func byteCount(since mark: Mark) -> Int { storage.count - mark.bytes }
-
     /// Reads the tokens from `mark` to the end.
     func withReader<R, E: Error>(from mark: Mark, _ body: (inout FieldReader) throws(E) -> R) throws(E) -> R {
         try withReader(from: mark, to: tokens.count, body)
@@ -73,16 +69,6 @@ struct EventTape {
             }
         }
         return try result.get()
-    }
-
-    /// A copy of the tokens since `mark`, rebased to start at zero, with their bytes.
-    func copy(from mark: Mark) -> EventTape {
-        var copy = EventTape()
-        copy.storage = Array(storage[mark.bytes...])
-        copy.tokens = tokens[mark.tokens...].map {
-            TapeToken(kind: $0.kind, start: $0.start - Int32(mark.bytes), length: $0.length)
-        }
-        return copy
     }
 
     /// Calls `body` with one token's bytes (which must not change the tape meanwhile).
@@ -109,12 +95,4 @@ struct EventTape {
         return tokens.count
     }
 
-    /// Calls `body` with each token and its bytes, in order.
-    func forEach(_ body: (FieldToken.Kind, UnsafeRawBufferPointer) throws -> Void) rethrows {
-        try storage.withUnsafeBytes { s in
-            for t in tokens {
-                try body(t.kind, UnsafeRawBufferPointer(rebasing: s[Int(t.start)..<Int(t.start) + Int(t.length)]))
-            }
-        }
-    }
 }
