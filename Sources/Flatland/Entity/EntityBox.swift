@@ -5,6 +5,10 @@ import FlatlandJSON
 /// snapshots and readers can share boxes without copying.
 class EntityBox: @unchecked Sendable {
     let id: String
+    /// The registered type, for typed boxes.
+    final let type: EntityType?
+    /// Typed boxes: the record's value, where the type's field decoders write.
+    final let storage: UnsafeMutableRawPointer?
     /// Typed boxes: which declared fields (by index) are present.
     var present = FieldSet()
     var dataVersion: Double?
@@ -20,21 +24,27 @@ class EntityBox: @unchecked Sendable {
         return version
     }
 
-    init(id: String, classVersion: Int) {
+    init(id: String, classVersion: Int, type: EntityType?, storage: UnsafeMutableRawPointer?) {
         self.id = id
         self.classVersion = classVersion
+        self.type = type
+        self.storage = storage
     }
 
     var prefix: String { fatalError("abstract") }
-    /// The registered type, for typed boxes.
-    var type: EntityType? { nil }
     /// The entity as an existential (typed) or its fields (untyped).
     var payload: EntityRecord.Payload { fatalError("abstract") }
     /// The JSON keys of the present fields.
     var presentKeys: [String] { [] }
 
-    /// Decodes declared field `index` (typed boxes).
-    func decode(field index: Int, from reader: inout FieldReader) throws(FieldError) {}
+    /// Decodes declared field `index` (typed boxes) straight into the record: no generic code
+    /// runs here, only the field's own decoder, compiled for its property.
+    @inline(__always)
+    final func decode(field index: Int, from reader: inout FieldReader) throws(FieldError) {
+        guard let type, let storage else { return }
+        try type.rawDecoders[index](&reader, storage)
+        present.insert(index)
+    }
     /// Sets a member (untyped boxes).
     func set(member key: String, value: JSONValue) {}
     /// Folds a later draft of the same entity into this draft: its fields win.
@@ -46,37 +56,38 @@ class EntityBox: @unchecked Sendable {
 }
 
 final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
-    var value: E
-    unowned let entityType: TypedEntityType<E>
+    /// The record, allocated once with the box: field decoders write into it in place.
+    private let slot: UnsafeMutablePointer<E>
+    var value: E { slot.pointee }
+    var entityType: TypedEntityType<E> { unsafeDowncast(type.unsafelyUnwrapped, to: TypedEntityType<E>.self) }
 
     required init(id: String, type: TypedEntityType<E>) {
-        value = E(id: EntityID(id))
-        entityType = type
-        super.init(id: id, classVersion: E.classVersion)
+        slot = .allocate(capacity: 1)
+        slot.initialize(to: E(id: EntityID(id)))
+        super.init(id: id, classVersion: E.classVersion, type: type, storage: UnsafeMutableRawPointer(slot))
     }
 
     init(value: E, present: FieldSet, dataVersion: Double?, type: TypedEntityType<E>) {
-        self.value = value
-        entityType = type
-        super.init(id: value.id.rawValue, classVersion: E.classVersion)
+        slot = .allocate(capacity: 1)
+        slot.initialize(to: value)
+        super.init(id: value.id.rawValue, classVersion: E.classVersion, type: type, storage: UnsafeMutableRawPointer(slot))
         self.present = present
         self.dataVersion = dataVersion
     }
 
+    deinit {
+        slot.deinitialize(count: 1)
+        slot.deallocate()
+    }
+
     override var prefix: String { E.prefix }
-    override var type: EntityType? { entityType }
     override var payload: EntityRecord.Payload { .typed(value) }
     override var presentKeys: [String] { present.indexes.map { entityType.fieldKeys[$0] } }
 
-    override func decode(field index: Int, from reader: inout FieldReader) throws(FieldError) {
-        let decode = entityType.rawDecoders[index]
-        try withUnsafeMutablePointer(to: &value) { (p) throws(FieldError) in try decode(&reader, p) }
-        present.insert(index)
-    }
-
     override func absorb(_ other: EntityBox) {
         guard let other = other as? TypedBox<E> else { return }
-        for i in other.present.indexes { entityType.fields[i].copy(other.value, &value) }
+        let fields = entityType.fields
+        for i in other.present.indexes { fields[i].copy(other.slot.pointee, &slot.pointee) }
         present.formUnion(other.present)
         if let v = other.dataVersion { dataVersion = v }
     }
@@ -114,7 +125,7 @@ final class UntypedBox: EntityBox, @unchecked Sendable {
 
     init(id: String, prefix: String) {
         entityPrefix = prefix
-        super.init(id: id, classVersion: 1)
+        super.init(id: id, classVersion: 1, type: nil, storage: nil)
     }
 
     override var prefix: String { entityPrefix }

@@ -77,8 +77,17 @@ class EntityType: @unchecked Sendable {
     /// ``dataVersionKey`` as UTF-8, for comparing keys without allocating.
     let dataVersionKeyBytes: [UInt8]?
     let classVersion: Int
+    /// The fields' decoders, in an array whose type does not depend on the entity type.
+    let rawDecoders: [RawFieldDecoder]
+    /// Whether the type declares secondary indexes.
+    let hasIndexes: Bool
 
-    init(prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int) {
+    init(
+        prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int,
+        rawDecoders: [RawFieldDecoder], hasIndexes: Bool
+    ) {
+        self.rawDecoders = rawDecoders
+        self.hasIndexes = hasIndexes
         self.prefix = prefix
         self.typeName = typeName
         self.fieldKeys = fieldKeys
@@ -109,8 +118,6 @@ class EntityType: @unchecked Sendable {
     }
     /// The secondary index entries of a record: the index's store key and the value.
     func indexEntries(_ box: EntityBox) -> [(key: String, value: IndexValue)] { [] }
-    /// Whether the type declares secondary indexes.
-    var hasIndexes: Bool { false }
 }
 
 final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
@@ -118,20 +125,18 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
     let indexes: [EntityIndex<E>]
     /// `prefix.name` of each index, made once.
     let indexKeys: [String]
-    /// The fields' decoders, in an array whose type does not depend on `E`.
-    let rawDecoders: [RawFieldDecoder]
     /// The box class, looked up once.
     let boxClass: TypedBox<E>.Type
 
     init() {
-        rawDecoders = E.fields.map { $0.accessor.rawDecode }
         boxClass = TypedBox<E>.self
         fields = E.fields
         indexes = E.indexes
         indexKeys = E.indexes.map { "\(E.prefix).\($0.name)" }
         super.init(
             prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
-            classVersion: E.classVersion)
+            classVersion: E.classVersion, rawDecoders: E.fields.map { $0.accessor.rawDecode },
+            hasIndexes: !E.indexes.isEmpty)
     }
 
     override func makeDraft(id: String) -> EntityBox { boxClass.init(id: id, type: self) }
@@ -154,8 +159,6 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
         }
         return box
     }
-
-    override var hasIndexes: Bool { !indexes.isEmpty }
 
     override func indexEntries(_ box: EntityBox) -> [(key: String, value: IndexValue)] {
         guard let box = box as? TypedBox<E> else { return [] }

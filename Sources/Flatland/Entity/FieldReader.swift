@@ -158,6 +158,30 @@ public struct FieldReader {
         }
     }
 
+    /// The number of elements of the array that comes next (0 if no array comes next), so a
+    /// decoder can reserve its storage once instead of growing it element by element.
+    @usableFromInline
+    func elementCountOfNextArray() -> Int {
+        guard index < tokens.count, tokens[index].kind == .beginArray else { return 0 }
+        var depth = 0
+        var count = 0
+        for i in (index + 1)..<tokens.count {
+            switch tokens[i].kind {
+            case .beginArray, .beginObject:
+                if depth == 0 { count += 1 }
+                depth += 1
+            case .endArray, .endObject:
+                if depth == 0 { return count }
+                depth -= 1
+            case .key:
+                break
+            default:
+                if depth == 0 { count += 1 }
+            }
+        }
+        return count
+    }
+
     /// Skips one whole value.
     public mutating func skipValue() throws(FieldError) {
         var depth = 0

@@ -189,6 +189,7 @@ extension Array: FieldValue where Element: FieldValue {
     @inlinable
     public static func decode(from reader: inout FieldReader) throws(FieldError) -> [Element] {
         var items: [Element] = []
+        items.reserveCapacity(reader.elementCountOfNextArray())
         try reader.readArray { (r) throws(FieldError) in items.append(try Element.decode(from: &r)) }
         return items
     }

@@ -88,7 +88,7 @@ public final class Ingestor: JSONEventHandler {
     public let endpoint: String?
     let taskID: String?
     private var parser: JSONStreamParser!
-    @exclusivity(unchecked) private var frames: [Frame] = []
+    private let frames = FrameStack<Frame>()
     @exclusivity(unchecked) private var tape = EventTape()
     @exclusivity(unchecked) private var batch = PendingBatch()
     @exclusivity(unchecked) private var skipped: [IngestError] = []
@@ -190,7 +190,7 @@ public final class Ingestor: JSONEventHandler {
 
     public func beginObject() throws {
         if cancelled { throw CancellationError() }
-        guard let t = frames.indices.last else {
+        guard let t = frames.lastIndex else {
             pushObject(role: .member, nested: false, inEntity: false, records: false, parentKey: nil)
             return
         }
@@ -212,7 +212,7 @@ public final class Ingestor: JSONEventHandler {
     }
 
     public func beginArray() throws {
-        guard let t = frames.indices.last else {
+        guard let t = frames.lastIndex else {
             frames.append(
                 Frame(kind: .array, role: .member, nested: false, inEntity: false, records: false, parentKey: nil))
             return
@@ -243,7 +243,7 @@ public final class Ingestor: JSONEventHandler {
     public func endArray() throws {
         let frame = frames.removeLast()
         if frame.records { tape.append(.endArray) }
-        if frame.isSliceData, let p = frames.indices.last { frames[p].sliceItems = frame.sliceItems }
+        if frame.isSliceData, let p = frames.lastIndex { frames[p].sliceItems = frame.sliceItems }
         try childEnded(frame, id: nil)
     }
 
@@ -271,7 +271,7 @@ public final class Ingestor: JSONEventHandler {
             }
             frames[t].key = key.string
             if frames[t].undecided {
-                frames[t].identityKey = identityKeys.firstIndex { key.buffer.elementsEqual($0) } ?? -1
+                frames[t].identityKey = identityKeys.firstIndex { bytes in bytes.withUnsafeBytes { key.equals($0) } } ?? -1
             }
         case .entity:
             entityKey(t, key.buffer)
@@ -283,11 +283,13 @@ public final class Ingestor: JSONEventHandler {
     private func entityKey(_ t: Int, _ key: UnsafeRawBufferPointer) {
         // The type's own version key wins over the one in the options.
         if let own = frames[t].draft?.type?.dataVersionKeyBytes {
-            frames[t].isVersion = key.elementsEqual(own)
+            frames[t].isVersion = own.withUnsafeBytes { JSONBytes(unsafeBuffer: key).equals($0) }
+        } else if let versionKey {
+            frames[t].isVersion = versionKey.withUnsafeBytes { JSONBytes(unsafeBuffer: key).equals($0) }
         } else {
-            frames[t].isVersion = versionKey.map { key.elementsEqual($0) } ?? false
+            frames[t].isVersion = false
         }
-        if let idKey, key.elementsEqual(idKey) {
+        if let idKey, idKey.withUnsafeBytes({ JSONBytes(unsafeBuffer: key).equals($0) }) {
             frames[t].field = -2
         } else if let type = frames[t].draft?.type {
             if let i = type.fieldIndex(JSONBytes(unsafeBuffer: key), hint: frames[t].lastField + 1) {
@@ -313,7 +315,7 @@ public final class Ingestor: JSONEventHandler {
     public func null() throws { try scalar(.null, UnsafeRawBufferPointer(start: nil, count: 0)) }
 
     private func scalar(_ kind: FieldToken.Kind, _ bytes: UnsafeRawBufferPointer) throws {
-        guard let t = frames.indices.last else { return }
+        guard let t = frames.lastIndex else { return }
         switch frames[t].kind {
         case .object:
             if frames[t].records { tape.append(kind, bytes) }
@@ -525,7 +527,7 @@ public final class Ingestor: JSONEventHandler {
         }
         // An entity above would lose the field values it is recording: wait until it ends.
         if first > 0, frames[first - 1].records { return }
-        if frames[first...].contains(where: { $0.kind == .entity }) { return }
+        if frames.firstIndex(from: first, where: { $0.kind == .entity }) != nil { return }
         tape.truncate(to: frames[first].mark)
         var items: [String] = []
         var slice: PendingBatch.Slice?
@@ -586,7 +588,7 @@ public final class Ingestor: JSONEventHandler {
 
     /// A child frame ended; `id` is set when it was an entity.
     private func childEnded(_ frame: Frame, id: String?, listed: Bool = true) throws {
-        guard let p = frames.indices.last else { return }
+        guard let p = frames.lastIndex else { return }
         if frames[p].records, let id, frames[p].kind != .entity { tape.append(.reference, id) }
         switch frame.role {
         case .member:

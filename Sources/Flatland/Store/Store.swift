@@ -271,6 +271,9 @@ public final class Store: StoreReader, @unchecked Sendable {
                 for entry in written.prefix(skipped) { backing.cache?.remove(entry.box.id) }
                 for entry in written.dropFirst(skipped) { backing.cache?.put(entry.box) }
             } else {
+                if contents.backing == nil {
+                    contents.records.reserveCapacity(contents.records.count + changes.inserted.count)
+                }
                 for entry in written { contents.put(entry.box, replacing: entry.old) }
             }
             for collection in collections { contents.putCollection(collection) }

@@ -250,8 +250,29 @@ public struct StoreSnapshot: StoreReader, Sendable {
 }
 
 /// A value of an indexed property. The values come from `Hashable & Sendable` properties only.
+///
+/// Strings, the common case (an email, a handle), are kept as themselves: hashing and comparing
+/// them through `AnyHashable` costs several times as much.
 struct IndexValue: Hashable, @unchecked Sendable {
-    let value: AnyHashable
-    init<V: Hashable & Sendable>(_ value: V) { self.value = AnyHashable(value) }
-    init(erased value: AnyHashable) { self.value = value }
+    private enum Storage: Hashable {
+        case string(String)
+        case other(AnyHashable)
+    }
+    private let storage: Storage
+
+    init<V: Hashable & Sendable>(_ value: V) {
+        if V.self == String.self {
+            storage = .string(unsafeBitCast(value, to: String.self))
+        } else {
+            storage = .other(AnyHashable(value))
+        }
+    }
+
+    /// The value itself.
+    var base: Any {
+        switch storage {
+        case .string(let string): string
+        case .other(let value): value.base
+        }
+    }
 }

@@ -124,5 +124,5 @@ extension EntityRecord {
 extension IndexValue {
     /// The value as text for an SQL index. Equal values give equal text; the store checks the
     /// records it loads, so two values that happened to print alike could not be confused.
-    var persistentText: String { String(reflecting: value.base) }
+    var persistentText: String { String(reflecting: base) }
 }
