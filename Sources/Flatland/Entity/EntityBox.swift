@@ -70,7 +70,8 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     init(value: E, present: FieldSet, dataVersion: Double?, type: TypedEntityType<E>) {
         slot = .allocate(capacity: 1)
         slot.initialize(to: value)
-        super.init(id: value.id.rawValue, classVersion: E.classVersion, type: type, storage: UnsafeMutableRawPointer(slot))
+        super.init(
+            id: value.id.rawValue, classVersion: E.classVersion, type: type, storage: UnsafeMutableRawPointer(slot))
         self.present = present
         self.dataVersion = dataVersion
     }

@@ -271,7 +271,8 @@ public final class Ingestor: JSONEventHandler {
             }
             frames[t].key = key.string
             if frames[t].undecided {
-                frames[t].identityKey = identityKeys.firstIndex { bytes in bytes.withUnsafeBytes { key.equals($0) } } ?? -1
+                frames[t].identityKey =
+                    identityKeys.firstIndex { bytes in bytes.withUnsafeBytes { key.equals($0) } } ?? -1
             }
         case .entity:
             entityKey(t, key.buffer)
