@@ -183,3 +183,51 @@ struct PartialUpdateTests {
         #expect(store.count == 0)
     }
 }
+
+@Suite("Repeated ids within one response")
+struct RepeatedIDTests {
+    /// Ids that come back within one response: as nested references, as later partial objects,
+    /// and one entity nested inside itself.
+    static let document = #"""
+        {"data":[
+          {"uuid":"u-1","firstname":"Ada","friends":[{"uuid":"u-2","firstname":"Bob"}]},
+          {"uuid":"u-2","lastname":"Byron","friends":[{"uuid":"u-1","lastname":"Lovelace","firstname":"Augusta"}]},
+          {"uuid":"u-3","friends":[{"uuid":"u-3","firstname":"Inner","age":7}],"firstname":"Outer"},
+          {"uuid":"u-1","age":36,"tags":["math"]},
+          {"uuid":"u-2","firstname":"Robert"}
+        ]}
+        """#
+
+    @Test(arguments: StoreBackend.allCases) func laterObjectsWinWhetherDecodedInPlaceOrFolded(backend: StoreBackend)
+        throws
+    {
+        // The default policy decodes a repeated id straight into the batch's draft; with
+        // skip-and-report each object keeps a draft of its own that is folded in when it ends.
+        var folded = IngestOptions()
+        folded.badEntity = .skipAndReport
+        var records: [[String]] = []
+        for options in [IngestOptions(), folded] {
+            let store = try backend.store(registry: try seedRegistry())
+            let result = try store.ingest(bytes(Self.document), options: options)
+            #expect(result.changes.inserted == ["u-2", "u-1", "u-3"])
+            let u1 = try #require(store.entity(EntityID<User>("u-1")))
+            #expect(u1.firstname == "Augusta")
+            #expect(u1.lastname == "Lovelace")
+            #expect(u1.age == 36)
+            #expect(u1.tags == ["math"])
+            #expect(u1.friends == [EntityID("u-2")])
+            let u2 = try #require(store.entity(EntityID<User>("u-2")))
+            #expect(u2.firstname == "Robert")
+            #expect(u2.lastname == "Byron")
+            #expect(u2.friends == [EntityID("u-1")])
+            // The outer object ends last, so its fields win over the nested copy's.
+            let u3 = try #require(store.entity(EntityID<User>("u-3")))
+            #expect(u3.firstname == "Outer")
+            #expect(u3.age == 7)
+            #expect(u3.friends == [EntityID("u-3")])
+            records.append(fingerprint(store).filter { $0.hasPrefix("u-") })
+        }
+        #expect(records[0] == records[1])
+        #expect(records[0].count == 3)
+    }
+}

@@ -57,13 +57,22 @@ extension Entity {
 public struct EntityIndex<E: Entity>: Sendable {
     /// The index's name, unique within the type.
     public let name: String
-    let keyPath: PartialKeyPath<E> & Sendable
-    let value: @Sendable (E) -> IndexValue
+    @usableFromInline let keyPath: PartialKeyPath<E> & Sendable
+    /// The indexed value of the record at the pointer.
+    @usableFromInline let value: IndexValueReader
 
     /// Indexes the values of the property at `keyPath`.
+    ///
+    /// The reader is made here, in the module that declares the entity, so it is compiled for
+    /// the concrete property type.
+    @inlinable
     public init<Value: Hashable & Sendable>(_ name: String, _ keyPath: KeyPath<E, Value> & Sendable) {
         self.name = name
         self.keyPath = keyPath
-        value = { IndexValue($0[keyPath: keyPath]) }
+        value = { record in IndexValue(record.assumingMemoryBound(to: E.self).pointee[keyPath: keyPath]) }
     }
 }
+
+/// Reads an indexed property from the record at the pointer.
+@usableFromInline
+typealias IndexValueReader = @Sendable (UnsafeRawPointer) -> IndexValue

@@ -13,6 +13,8 @@ class EntityBox: @unchecked Sendable {
     var present = FieldSet()
     var dataVersion: Double?
     var classVersion: Int
+    /// Drafts: an object of the response is being decoded into this draft.
+    var isOpen = false
     /// Drafts: the data version the store held when the response first needed it.
     private var stored: Double??
 

@@ -79,15 +79,24 @@ class EntityType: @unchecked Sendable {
     let classVersion: Int
     /// The fields' decoders, in an array whose type does not depend on the entity type.
     let rawDecoders: [RawFieldDecoder]
+    /// `prefix.name` of each secondary index, made once.
+    let indexKeys: [String]
+    /// Each index's reader, in an array whose type does not depend on the entity type.
+    let indexValues: [IndexValueReader]
     /// Whether the type declares secondary indexes.
-    let hasIndexes: Bool
+    var hasIndexes: Bool { !indexKeys.isEmpty }
+    /// The entity's Swift type: the layout of a typed box's storage.
+    let recordType: Any.Type
 
     init(
         prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int,
-        rawDecoders: [RawFieldDecoder], hasIndexes: Bool
+        recordType: Any.Type, rawDecoders: [RawFieldDecoder], indexKeys: [String],
+        indexValues: [IndexValueReader]
     ) {
+        self.recordType = recordType
         self.rawDecoders = rawDecoders
-        self.hasIndexes = hasIndexes
+        self.indexKeys = indexKeys
+        self.indexValues = indexValues
         self.prefix = prefix
         self.typeName = typeName
         self.fieldKeys = fieldKeys
@@ -117,14 +126,23 @@ class EntityType: @unchecked Sendable {
         fatalError("abstract")
     }
     /// The secondary index entries of a record: the index's store key and the value.
-    func indexEntries(_ box: EntityBox) -> [(key: String, value: IndexValue)] { [] }
+    func indexEntries(_ box: EntityBox) -> [(key: String, value: IndexValue)] {
+        var entries: [(key: String, value: IndexValue)] = []
+        forEachIndexEntry(of: box) { entries.append((key: $0, value: $1)) }
+        return entries
+    }
+
+    /// Calls `body` with each secondary index entry of a record of this type: the index's store
+    /// key and the value.
+    final func forEachIndexEntry(of box: EntityBox, _ body: (String, IndexValue) -> Void) {
+        guard let storage = box.storage, let boxType = box.type, boxType.recordType == recordType else { return }
+        for i in indexKeys.indices { body(indexKeys[i], indexValues[i](storage)) }
+    }
 }
 
 final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
     let fields: [Field<E>]
     let indexes: [EntityIndex<E>]
-    /// `prefix.name` of each index, made once.
-    let indexKeys: [String]
     /// The box class, looked up once.
     let boxClass: TypedBox<E>.Type
 
@@ -132,11 +150,10 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
         boxClass = TypedBox<E>.self
         fields = E.fields
         indexes = E.indexes
-        indexKeys = E.indexes.map { "\(E.prefix).\($0.name)" }
         super.init(
             prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
-            classVersion: E.classVersion, rawDecoders: E.fields.map { $0.accessor.rawDecode },
-            hasIndexes: !E.indexes.isEmpty)
+            classVersion: E.classVersion, recordType: E.self, rawDecoders: E.fields.map { $0.accessor.rawDecode },
+            indexKeys: E.indexes.map { "\(E.prefix).\($0.name)" }, indexValues: E.indexes.map(\.value))
     }
 
     override func makeDraft(id: String) -> EntityBox { boxClass.init(id: id, type: self) }
@@ -158,11 +175,6 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
             }
         }
         return box
-    }
-
-    override func indexEntries(_ box: EntityBox) -> [(key: String, value: IndexValue)] {
-        guard let box = box as? TypedBox<E> else { return [] }
-        return indexes.indices.map { (key: indexKeys[$0], value: indexes[$0].value(box.value)) }
     }
 }
 

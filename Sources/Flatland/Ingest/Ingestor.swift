@@ -59,6 +59,8 @@ public final class Ingestor: JSONEventHandler {
         var provisionalSlice: PendingBatch.Slice?
         /// Entity frames.
         var draft: EntityBox?
+        /// The draft is one the batch already holds for this id, decoded into again.
+        var reused = false
         /// Typed field index; or -1 not a field, -2 the id member, -3 an untyped member (`key`).
         var field = -1
         var lastField = -1
@@ -108,6 +110,10 @@ public final class Ingestor: JSONEventHandler {
     /// The one token of a scalar handed to a field decoder.
     private let scalarToken = UnsafeMutablePointer<TapeToken>.allocate(capacity: 1)
     @exclusivity(unchecked) private var lastType: EntityType?
+    /// Whether a later object for an id already in the batch may be decoded straight into its
+    /// draft: the same result as folding a draft of its own into it, when no data version is
+    /// compared, no condition judges each object and a bad entity fails the whole response.
+    private let mergeInPlace: Bool
 
     init(store: Store, endpoint: String?, taskID: String?, options: IngestOptions) {
         self.store = store
@@ -121,6 +127,8 @@ public final class Ingestor: JSONEventHandler {
         prefixedIDs = options.resolver is PrefixedIDResolver
         mayIdentifyAll = prefixedIDs
         versionKey = options.versionKey.map { Array($0.utf8) }
+        mergeInPlace =
+            options.versionKey == nil && options.badEntity == .failResponse && store.hooks.condition == nil
         parser = JSONStreamParser(handler: IngestorEvents(self), options: options.parser)
     }
 
@@ -408,9 +416,17 @@ public final class Ingestor: JSONEventHandler {
         frames[t].undecided = false
         frames[t].identityKey = -1
         var draft: EntityBox?
+        var reused = false
         if let identity = resolve(t) {
             if let type = entityType(forPrefix: identity.prefix) {
-                draft = type.makeDraft(id: identity.id)
+                if mergeInPlace, type.dataVersionKey == nil, let existing = batch.drafts[identity.id],
+                    !existing.isOpen, existing.type === type
+                {
+                    draft = existing
+                    reused = true
+                } else {
+                    draft = type.makeDraft(id: identity.id)
+                }
             } else {
                 switch options.unknownPrefix {
                 case .untyped: draft = UntypedBox(id: identity.id, prefix: identity.prefix)
@@ -446,6 +462,8 @@ public final class Ingestor: JSONEventHandler {
         frames[t].provisionalSlice = nil
         frames[t].kind = .entity
         frames[t].draft = draft
+        frames[t].reused = reused
+        draft.isOpen = true
         frames[t].records = false
         frames[t].key = nil
         frames[t].offset = nil
@@ -575,8 +593,13 @@ public final class Ingestor: JSONEventHandler {
     private func entityEnded() throws {
         let frame = frames.removeLast()
         guard let draft = frame.draft else { return }
+        draft.isOpen = false
         var listed = !frame.failed
-        if !frame.failed {
+        if frame.reused {
+            // Already in the batch: its fields were decoded into the draft there.
+        } else if mergeInPlace, draft.type?.dataVersionKey == nil {
+            batch.addUnversioned(draft)
+        } else if !frame.failed {
             if let condition = store.hooks.condition, !condition(IncomingEntity(draft: draft)) {
                 listed = false
             } else {

@@ -21,6 +21,17 @@ struct PendingBatch {
         if taskItemSet.insert(id).inserted { taskItems.append(id) }
     }
 
+    /// Adds a completed draft when no data versions are compared: one hash lookup when the id is
+    /// new, the usual case.
+    mutating func addUnversioned(_ draft: EntityBox) {
+        if let previous = drafts.updateValue(draft, forKey: draft.id) {
+            drafts[draft.id] = previous
+            previous.absorb(draft)
+        } else {
+            order.append(draft)
+        }
+    }
+
     /// Adds a completed draft. Returns false when its data version is not newer than the one
     /// it would replace (the pending one, or the store's), and it is skipped.
     mutating func add(_ draft: EntityBox, storeVersion: () -> Double?) -> Bool {

@@ -16,13 +16,13 @@ public struct StoreContents: Sendable {
     var collectionOrder: [String] = []
 
     mutating func insertIndexes(_ box: EntityBox, type: EntityType) {
-        for entry in type.indexEntries(box) {
-            indexes[entry.key, default: [:]][entry.value, default: IDSet()].insert(box.id)
+        type.forEachIndexEntry(of: box) { key, value in
+            indexes[key, default: [:]][value, default: IDSet()].insert(box.id)
         }
     }
 
     mutating func removeIndexes(_ box: EntityBox, type: EntityType) {
-        for entry in type.indexEntries(box) { indexes[entry.key]?[entry.value]?.remove(box.id) }
+        type.forEachIndexEntry(of: box) { key, value in indexes[key]?[value]?.remove(box.id) }
     }
 
     /// Stores `box`, which replaces `old` (nil for a new id; the caller has already put it in
@@ -253,6 +253,7 @@ public struct StoreSnapshot: StoreReader, Sendable {
 ///
 /// Strings, the common case (an email, a handle), are kept as themselves: hashing and comparing
 /// them through `AnyHashable` costs several times as much.
+@usableFromInline
 struct IndexValue: Hashable, @unchecked Sendable {
     private enum Storage: Hashable {
         case string(String)
@@ -260,6 +261,7 @@ struct IndexValue: Hashable, @unchecked Sendable {
     }
     private let storage: Storage
 
+    @usableFromInline
     init<V: Hashable & Sendable>(_ value: V) {
         if V.self == String.self {
             storage = .string(unsafeBitCast(value, to: String.self))
