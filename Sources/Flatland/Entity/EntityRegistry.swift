@@ -70,6 +70,8 @@ public struct RegistryError: Error, Hashable, CustomStringConvertible {
 /// Type-erased operations on one registered entity type. Immutable once made.
 class EntityType: @unchecked Sendable {
     let prefix: String
+    /// ``prefix`` as UTF-8.
+    let prefixBytes: [UInt8]
     let typeName: String
     let fieldKeys: [String]
     let fieldKeyBytes: [[UInt8]]
@@ -98,12 +100,22 @@ class EntityType: @unchecked Sendable {
         self.indexKeys = indexKeys
         self.indexValues = indexValues
         self.prefix = prefix
+        self.prefixBytes = Array(prefix.utf8)
         self.typeName = typeName
         self.fieldKeys = fieldKeys
         self.fieldKeyBytes = fieldKeys.map { Array($0.utf8) }
         self.dataVersionKey = dataVersionKey
         self.dataVersionKeyBytes = dataVersionKey.map { Array($0.utf8) }
         self.classVersion = classVersion
+    }
+
+    /// Whether `id` (UTF-8) is `<this prefix>-<something>`, the form ``EntityIDFormat`` accepts.
+    final func isPrefix(ofID id: UnsafeRawBufferPointer) -> Bool {
+        let n = prefixBytes.count
+        guard id.count > n + 1, id[n] == UInt8(ascii: "-") else { return false }
+        return prefixBytes.withUnsafeBytes {
+            JSONBytes(unsafeBuffer: UnsafeRawBufferPointer(rebasing: id[0..<n])).equals($0)
+        }
     }
 
     /// The index of the field named `key`; `hint` is tried first (fields tend to come in order).

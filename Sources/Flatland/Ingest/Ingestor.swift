@@ -74,6 +74,7 @@ public final class Ingestor: JSONEventHandler {
         /// Arrays: whether this is a slice's `data` array.
         var isSliceData = false
 
+        @inline(__always)
         init(kind: Kind, role: Role, nested: Bool, inEntity: Bool, records: Bool, parentKey: String?) {
             self.kind = kind
             self.role = role
@@ -220,32 +221,35 @@ public final class Ingestor: JSONEventHandler {
     }
 
     public func beginArray() throws {
+        var frame = arrayFrame()
+        frame.mark = tape.mark
+        if frame.records { tape.append(.beginArray) }
+        frames.append(consume frame)
+    }
+
+    /// The frame of an array that begins in the innermost frame.
+    private func arrayFrame() -> Frame {
         guard let t = frames.lastIndex else {
-            frames.append(
-                Frame(kind: .array, role: .member, nested: false, inEntity: false, records: false, parentKey: nil))
-            return
+            return Frame(kind: .array, role: .member, nested: false, inEntity: false, records: false, parentKey: nil)
         }
-        var frame: Frame
         switch frames[t].kind {
         case .object:
-            frame = Frame(
+            var frame = Frame(
                 kind: .array, role: .member, nested: frames[t].nested || frames[t].undecided,
                 inEntity: frames[t].inEntity, records: frames[t].records, parentKey: frames[t].key)
             frame.isSliceData = !frames[t].inEntity && frames[t].key == "data"
             if frame.isSliceData { frame.sliceItems = [] }
+            return frame
         case .array:
-            frame = Frame(
+            return Frame(
                 kind: .array, role: frames[t].isSliceData ? .sliceElement : .member, nested: frames[t].nested,
                 inEntity: frames[t].inEntity, records: frames[t].records, parentKey: frames[t].parentKey)
         case .entity:
             let isField = frames[t].field >= 0 || frames[t].field == -3
-            frame = Frame(
+            return Frame(
                 kind: .array, role: isField ? .field : .member, nested: true, inEntity: true, records: isField,
                 parentKey: childKey(t))
         }
-        frame.mark = tape.mark
-        if frame.records { tape.append(.beginArray) }
-        frames.append(frame)
     }
 
     public func endArray() throws {
@@ -390,8 +394,9 @@ public final class Ingestor: JSONEventHandler {
         if frame.undecided { frame.records = true }
         frame.mark = tape.mark
         if frame.records { tape.append(.beginObject) }
-        frames.append(frame)
-        if frame.undecided, tape.storage.count > options.maxPendingObjectBytes { forceContainers() }
+        let undecided = frame.undecided
+        frames.append(consume frame)
+        if undecided, tape.storage.count > options.maxPendingObjectBytes { forceContainers() }
     }
 
     private func currentKey(_ t: Int) -> String? {
@@ -514,7 +519,12 @@ public final class Ingestor: JSONEventHandler {
 
     private func resolve(_ t: Int) -> ResolvedIdentity? {
         if prefixedIDs {
-            guard let id = frames[t].firstIDValue, let prefix = EntityIDFormat.prefix(of: id) else { return nil }
+            guard var id = frames[t].firstIDValue else { return nil }
+            // Runs of one type are common: match the last type's prefix without making a string.
+            if let cached = lastType, id.withUTF8({ cached.isPrefix(ofID: UnsafeRawBufferPointer($0)) }) {
+                return ResolvedIdentity(id: id, prefix: cached.prefix)
+            }
+            guard let prefix = EntityIDFormat.prefix(of: id) else { return nil }
             return ResolvedIdentity(id: id, prefix: prefix)
         }
         var values: [String: String] = [:]
