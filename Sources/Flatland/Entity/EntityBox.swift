@@ -4,7 +4,8 @@ import FlatlandJSON
 /// store's record. A stored box is never mutated again (an update stores a new box), so
 /// snapshots and readers can share boxes without copying.
 class EntityBox: @unchecked Sendable {
-    let id: String
+    final let key: RecordKey
+    final var id: String { key.id }
     /// The registered type, for typed boxes.
     final let type: EntityType?
     /// Typed boxes: the record's value, where the type's field decoders write.
@@ -26,8 +27,8 @@ class EntityBox: @unchecked Sendable {
         return version
     }
 
-    init(id: String, classVersion: Int, type: EntityType?, storage: UnsafeMutableRawPointer?) {
-        self.id = id
+    init(key: RecordKey, classVersion: Int, type: EntityType?, storage: UnsafeMutableRawPointer?) {
+        self.key = key
         self.classVersion = classVersion
         self.type = type
         self.storage = storage
@@ -63,17 +64,18 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     var value: E { slot.pointee }
     var entityType: TypedEntityType<E> { unsafeDowncast(type.unsafelyUnwrapped, to: TypedEntityType<E>.self) }
 
-    required init(id: String, type: TypedEntityType<E>) {
+    required init(key: RecordKey, type: TypedEntityType<E>) {
         slot = .allocate(capacity: 1)
-        slot.initialize(to: E(id: EntityID(id)))
-        super.init(id: id, classVersion: E.classVersion, type: type, storage: UnsafeMutableRawPointer(slot))
+        slot.initialize(to: E(id: EntityID(key.id)))
+        super.init(key: key, classVersion: E.classVersion, type: type, storage: UnsafeMutableRawPointer(slot))
     }
 
     init(value: E, present: FieldSet, dataVersion: Double?, type: TypedEntityType<E>) {
         slot = .allocate(capacity: 1)
         slot.initialize(to: value)
         super.init(
-            id: value.id.rawValue, classVersion: E.classVersion, type: type, storage: UnsafeMutableRawPointer(slot))
+            key: RecordKey(value.id.rawValue), classVersion: E.classVersion, type: type,
+            storage: UnsafeMutableRawPointer(slot))
         self.present = present
         self.dataVersion = dataVersion
     }
@@ -126,9 +128,9 @@ final class UntypedBox: EntityBox, @unchecked Sendable {
     let entityPrefix: String
     var fields = JSONObject()
 
-    init(id: String, prefix: String) {
+    init(key: RecordKey, prefix: String) {
         entityPrefix = prefix
-        super.init(id: id, classVersion: 1, type: nil, storage: nil)
+        super.init(key: key, classVersion: 1, type: nil, storage: nil)
     }
 
     override var prefix: String { entityPrefix }
@@ -145,7 +147,7 @@ final class UntypedBox: EntityBox, @unchecked Sendable {
 
     override func merged(with draft: EntityBox) -> (box: EntityBox, changed: [String]) {
         guard let draft = draft as? UntypedBox else { return (draft, draft.presentKeys) }
-        let box = UntypedBox(id: id, prefix: entityPrefix)
+        let box = UntypedBox(key: key, prefix: entityPrefix)
         box.fields = fields
         box.dataVersion = draft.dataVersion ?? dataVersion
         var changed: [String] = []

@@ -132,7 +132,7 @@ class EntityType: @unchecked Sendable {
     }
 
     /// An empty draft for an entity with this id.
-    func makeDraft(id: String) -> EntityBox { fatalError("abstract") }
+    func makeDraft(key: RecordKey) -> EntityBox { fatalError("abstract") }
     /// A record from stored JSON fields (persistence), migrated from `classVersion` if older.
     func decodeRecord(id: String, fields: JSONObject, classVersion: Int, dataVersion: Double?) throws -> EntityBox {
         fatalError("abstract")
@@ -168,14 +168,14 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
             indexKeys: E.indexes.map { "\(E.prefix).\($0.name)" }, indexValues: E.indexes.map(\.value))
     }
 
-    override func makeDraft(id: String) -> EntityBox { boxClass.init(id: id, type: self) }
+    override func makeDraft(key: RecordKey) -> EntityBox { boxClass.init(key: key, type: self) }
 
     override func decodeRecord(id: String, fields object: JSONObject, classVersion: Int, dataVersion: Double?) throws
         -> EntityBox
     {
         var object = object
         if classVersion < E.classVersion { try E.migrate(&object, from: classVersion) }
-        let box = TypedBox<E>(id: id, type: self)
+        let box = TypedBox<E>(key: RecordKey(id), type: self)
         box.dataVersion = dataVersion
         var tape = EventTape()
         for member in object.members {

@@ -424,17 +424,18 @@ public final class Ingestor: JSONEventHandler {
         var reused = false
         if let identity = resolve(t) {
             if let type = entityType(forPrefix: identity.prefix) {
-                if mergeInPlace, type.dataVersionKey == nil, let existing = batch.drafts[identity.id],
-                    !existing.isOpen, existing.type === type
+                let key = RecordKey(identity.id)
+                if mergeInPlace, type.dataVersionKey == nil, let existing = batch.drafts[key], !existing.isOpen,
+                    existing.type === type
                 {
                     draft = existing
                     reused = true
                 } else {
-                    draft = type.makeDraft(id: identity.id)
+                    draft = type.makeDraft(key: key)
                 }
             } else {
                 switch options.unknownPrefix {
-                case .untyped: draft = UntypedBox(id: identity.id, prefix: identity.prefix)
+                case .untyped: draft = UntypedBox(key: RecordKey(identity.id), prefix: identity.prefix)
                 case .ignore: draft = nil
                 case .fail:
                     throw IngestError(

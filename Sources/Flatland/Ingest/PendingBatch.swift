@@ -2,7 +2,7 @@
 /// once or not at all.
 struct PendingBatch {
     /// One draft per id, the drafts of later objects folded in.
-    var drafts: [String: EntityBox] = [:]
+    var drafts: [RecordKey: EntityBox] = [:]
     /// The drafts in the order their first object ended.
     var order: [EntityBox] = []
     /// Top-level entities, in document order, each once.
@@ -24,8 +24,8 @@ struct PendingBatch {
     /// Adds a completed draft when no data versions are compared: one hash lookup when the id is
     /// new, the usual case.
     mutating func addUnversioned(_ draft: EntityBox) {
-        if let previous = drafts.updateValue(draft, forKey: draft.id) {
-            drafts[draft.id] = previous
+        if let previous = drafts.updateValue(draft, forKey: draft.key) {
+            drafts[draft.key] = previous
             previous.absorb(draft)
         } else {
             order.append(draft)
@@ -35,7 +35,7 @@ struct PendingBatch {
     /// Adds a completed draft. Returns false when its data version is not newer than the one
     /// it would replace (the pending one, or the store's), and it is skipped.
     mutating func add(_ draft: EntityBox, storeVersion: () -> Double?) -> Bool {
-        if let existing = drafts[draft.id] {
+        if let existing = drafts[draft.key] {
             if let incoming = draft.dataVersion,
                 let current = existing.dataVersion ?? existing.storedVersion(storeVersion), incoming <= current
             {
@@ -47,7 +47,7 @@ struct PendingBatch {
         if let incoming = draft.dataVersion, let stored = draft.storedVersion(storeVersion), incoming <= stored {
             return false
         }
-        drafts[draft.id] = draft
+        drafts[draft.key] = draft
         order.append(draft)
         return true
     }

@@ -95,7 +95,7 @@ extension EntityRegistry {
         if let type = type(forPrefix: prefix) {
             return try type.decodeRecord(id: id, fields: fields, classVersion: classVersion, dataVersion: dataVersion)
         }
-        let untyped = UntypedBox(id: id, prefix: prefix)
+        let untyped = UntypedBox(key: RecordKey(id), prefix: prefix)
         untyped.fields = fields
         untyped.dataVersion = dataVersion
         untyped.classVersion = classVersion

@@ -123,7 +123,7 @@ public final class Store: StoreReader, @unchecked Sendable {
         for i in type.fields.indices { present.insert(i) }
         let box = TypedBox(value: entity, present: present, dataVersion: nil, type: type)
         var batch = PendingBatch()
-        batch.drafts[box.id] = box
+        batch.drafts[box.key] = box
         batch.order.append(box)
         return try apply(batch, taskID: nil, endpoint: nil).changes
     }
@@ -185,7 +185,7 @@ public final class Store: StoreReader, @unchecked Sendable {
                 try lazy.write(PersistedBatch(records: [EntityRecord(box)], removed: [], collections: []))
                 contents.put(box, replacing: nil)
             } else {
-                contents.put(box, replacing: contents.records[id])
+                contents.put(box, replacing: contents.records[box.key])
             }
         }
         return EntityRecord(box)
@@ -238,7 +238,7 @@ public final class Store: StoreReader, @unchecked Sendable {
             // A lazy store loads the batch's stored records in one go.
             let loaded = contents.backing?.boxes(ids: batch.order.map(\.id))
             for draft in batch.order {
-                guard let old = loaded.map({ $0[draft.id] }) ?? contents.records[draft.id] else {
+                guard let old = loaded.map({ $0[draft.id] }) ?? contents.records[draft.key] else {
                     // A new record: the draft itself becomes the stored box.
                     changes.inserted.append(draft.id)
                     written.append((draft, nil))

@@ -4,10 +4,10 @@
 /// reads through its backing instead: a bounded cache of decoded records in front of the
 /// persistence, or, in a snapshot, the persistence's snapshot.
 public struct StoreContents: Sendable {
-    var records: [String: EntityBox] = [:]
+    var records: [RecordKey: EntityBox] = [:]
     /// Set in a lazy store: records, indexes and collections live in persistence.
     var backing: PersistentBacking?
-    var idsByPrefix: [String: Set<String>] = [:]
+    var idsByPrefix: [String: Set<RecordKey>] = [:]
     /// `prefix.index` → value → ids.
     var indexes: [String: [IndexValue: IDSet]] = [:]
     var collections: [String: EntityCollection] = [:]
@@ -32,8 +32,8 @@ public struct StoreContents: Sendable {
             backing.cache?.put(box)
             return
         }
-        if !alreadyStored { records[box.id] = box }
-        if old == nil { idsByPrefix[box.prefix, default: []].insert(box.id) }
+        if !alreadyStored { records[box.key] = box }
+        if old == nil { idsByPrefix[box.prefix, default: []].insert(box.key) }
         if let type = box.type, type.hasIndexes {
             if let old { removeIndexes(old, type: type) }
             insertIndexes(box, type: type)
@@ -46,9 +46,10 @@ public struct StoreContents: Sendable {
             backing.cache?.remove(id)
             return true
         }
-        guard let old = records.removeValue(forKey: id) else { return false }
+        let key = RecordKey(id)
+        guard let old = records.removeValue(forKey: key) else { return false }
         if let type = old.type, type.hasIndexes { removeIndexes(old, type: type) }
-        idsByPrefix[old.prefix]?.remove(id)
+        idsByPrefix[old.prefix]?.remove(key)
         return true
     }
 
@@ -64,28 +65,28 @@ public struct StoreContents: Sendable {
     @inline(__always)
     func box(_ id: String) -> EntityBox? {
         if let backing { return backing.box(id) }
-        return records[id]
+        return records[RecordKey(id)]
     }
 
     func containsID(_ id: String) -> Bool {
         if let backing { return backing.contains(id) }
-        return records[id] != nil
+        return records[RecordKey(id)] != nil
     }
 
     func sortedIDs(prefix: String) -> [String] {
         if let backing { return backing.attempt { try backing.source.ids(prefix: prefix) } ?? [] }
-        return (idsByPrefix[prefix] ?? []).sorted()
+        return (idsByPrefix[prefix] ?? []).map(\.id).sorted()
     }
 
     func allSortedIDs() -> [String] {
         if let backing { return backing.attempt { try backing.source.ids(prefix: nil) } ?? [] }
-        return records.keys.sorted()
+        return records.keys.map(\.id).sorted()
     }
 
     /// The records with this prefix, sorted by id.
     func boxes(prefix: String) -> [EntityBox] {
         if let backing { return backing.boxes(prefix: prefix) }
-        return (idsByPrefix[prefix] ?? []).sorted().compactMap { records[$0] }
+        return (idsByPrefix[prefix] ?? []).sorted { $0.id < $1.id }.compactMap { records[$0] }
     }
 
     var recordCount: Int {
@@ -106,7 +107,9 @@ public struct StoreContents: Sendable {
     /// The records whose index `key` (`prefix.name`) holds `value`, sorted by id. A lazy store
     /// asks the SQL index and checks each record it loads.
     func boxes(index key: String, value: IndexValue, type: EntityType) -> [EntityBox] {
-        guard let backing else { return (indexes[key]?[value]?.ids ?? []).sorted().compactMap { records[$0] } }
+        guard let backing else {
+            return (indexes[key]?[value]?.ids ?? []).sorted().compactMap { records[RecordKey($0)] }
+        }
         let ids = backing.attempt { try backing.source.ids(index: key, value: value.persistentText) } ?? []
         let found = backing.boxes(ids: ids)
         return ids.sorted().compactMap { id in
@@ -215,7 +218,7 @@ extension StoreReader {
         return withContents { c in
             guard let type = c.backing?.registry.type(forPrefix: E.prefix) else {
                 return (c.indexes["\(E.prefix).\(name)"]?[IndexValue(value)]?.ids ?? []).sorted().compactMap {
-                    (c.records[$0] as? TypedBox<E>)?.value
+                    (c.records[RecordKey($0)] as? TypedBox<E>)?.value
                 }
             }
             return c.boxes(index: "\(E.prefix).\(name)", value: IndexValue(value), type: type).compactMap {
