@@ -55,7 +55,7 @@ public final class Ingestor: JSONEventHandler {
         var firstIDValue: String?
         var otherIDValues: [String?] = []
         /// Undecided objects: entities that end up top-level if this object is a container.
-        var provisionalItems: [String] = []
+        var provisionalItems: [RecordKey] = []
         var provisionalSlice: PendingBatch.Slice?
         /// Entity frames.
         var draft: EntityBox?
@@ -108,6 +108,8 @@ public final class Ingestor: JSONEventHandler {
     /// The bytes of the current unknown member's key in the top entity frame.
     @exclusivity(unchecked) private var unknownKey: [UInt8] = []
     private let registry: EntityRegistry
+    /// The registered types, for matching id prefixes without a lookup.
+    private let knownTypes: [EntityType]
     /// The one token of a scalar handed to a field decoder.
     private let scalarToken = UnsafeMutablePointer<TapeToken>.allocate(capacity: 1)
     @exclusivity(unchecked) private var lastType: EntityType?
@@ -122,6 +124,8 @@ public final class Ingestor: JSONEventHandler {
         self.endpoint = endpoint.map { Endpoint.nonFielded($0, ignoring: options.ignoredParameters) }
         self.taskID = taskID
         registry = store.registry
+        let types = store.registry.types
+        knownTypes = types.keys.sorted().compactMap { types[$0] }
         identityKeyNames = options.resolver.identityKeys
         identityKeys = identityKeyNames.map { Array($0.utf8) }
         idKey = options.resolver.idKey.map { Array($0.utf8) }
@@ -521,9 +525,17 @@ public final class Ingestor: JSONEventHandler {
     private func resolve(_ t: Int) -> ResolvedIdentity? {
         if prefixedIDs {
             guard var id = frames[t].firstIDValue else { return nil }
-            // Runs of one type are common: match the last type's prefix without making a string.
-            if let cached = lastType, id.withUTF8({ cached.isPrefix(ofID: UnsafeRawBufferPointer($0)) }) {
-                return ResolvedIdentity(id: id, prefix: cached.prefix)
+            // Match the registered types' prefixes on the bytes, the last one first (runs of one
+            // type are common), without making a prefix string or hashing one.
+            let known: EntityType? = id.withUTF8 { utf8 in
+                let bytes = UnsafeRawBufferPointer(utf8)
+                if let cached = lastType, cached.isPrefix(ofID: bytes) { return cached }
+                guard knownTypes.count <= 16 else { return nil }
+                return knownTypes.first { $0.isPrefix(ofID: bytes) }
+            }
+            if let known {
+                lastType = known
+                return ResolvedIdentity(id: id, prefix: known.prefix)
             }
             guard let prefix = EntityIDFormat.prefix(of: id) else { return nil }
             return ResolvedIdentity(id: id, prefix: prefix)
@@ -559,7 +571,7 @@ public final class Ingestor: JSONEventHandler {
         if first > 0, frames[first - 1].records { return }
         if frames.firstIndex(from: first, where: { $0.kind == .entity }) != nil { return }
         tape.truncate(to: frames[first].mark)
-        var items: [String] = []
+        var items: [RecordKey] = []
         var slice: PendingBatch.Slice?
         for i in first..<frames.count {
             frames[i].undecided = false
@@ -576,7 +588,7 @@ public final class Ingestor: JSONEventHandler {
     }
 
     /// A top-level candidate: to the nearest undecided object below `limit`, or the batch.
-    private func offerTaskItem(_ id: String, below limit: Int? = nil) {
+    private func offerTaskItem(_ id: RecordKey, below limit: Int? = nil) {
         var i = (limit ?? frames.count) - 1
         while i >= 0 {
             if frames[i].undecided && frames[i].kind == .object {
@@ -617,7 +629,7 @@ public final class Ingestor: JSONEventHandler {
                 _ = batch.add(draft) { store.currentVersion(of: draft.id) }
             }
         }
-        if listed, !frame.inEntity { offerTaskItem(draft.id) }
+        if listed, !frame.inEntity { offerTaskItem(draft.key) }
         try childEnded(frame, id: draft.id, listed: listed)
     }
 

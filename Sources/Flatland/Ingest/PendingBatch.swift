@@ -7,7 +7,7 @@ struct PendingBatch {
     var order: [EntityBox] = []
     /// Top-level entities, in document order, each once.
     var taskItems: [String] = []
-    var taskItemSet: Set<String> = []
+    var taskItemSet: Set<RecordKey> = []
     /// The first slice found outside entities.
     var slice: Slice?
 
@@ -17,8 +17,8 @@ struct PendingBatch {
         var items: [(index: Int, id: String?)]
     }
 
-    mutating func addTaskItem(_ id: String) {
-        if taskItemSet.insert(id).inserted { taskItems.append(id) }
+    mutating func addTaskItem(_ key: RecordKey) {
+        if taskItemSet.insert(key).inserted { taskItems.append(key.id) }
     }
 
     /// Adds a completed draft when no data versions are compared: one hash lookup when the id is

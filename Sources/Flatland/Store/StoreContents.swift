@@ -263,6 +263,8 @@ struct IndexValue: Hashable, @unchecked Sendable {
         case other(AnyHashable)
     }
     private let storage: Storage
+    /// The value's hash, worked out once (see ``RecordKey``).
+    private let hash: Int
 
     @usableFromInline
     init<V: Hashable & Sendable>(_ value: V) {
@@ -271,7 +273,14 @@ struct IndexValue: Hashable, @unchecked Sendable {
         } else {
             storage = .other(AnyHashable(value))
         }
+        hash = storage.hashValue
     }
+
+    @usableFromInline
+    static func == (a: IndexValue, b: IndexValue) -> Bool { a.hash == b.hash && a.storage == b.storage }
+
+    @usableFromInline
+    func hash(into hasher: inout Hasher) { hasher.combine(hash) }
 
     /// The value itself.
     var base: Any {
