@@ -74,7 +74,11 @@ class EntityType: @unchecked Sendable {
     let prefixBytes: [UInt8]
     let typeName: String
     let fieldKeys: [String]
-    let fieldKeyBytes: [[UInt8]]
+    /// The field keys' UTF-8, one after another, and where each starts (`count + 1` offsets):
+    /// matching a key reads one buffer, not an array per key.
+    private let fieldKeyBytes: UnsafeMutableRawBufferPointer
+    /// Each key's start in ``fieldKeyBytes`` and its length.
+    private let fieldKeySpans: UnsafeMutableBufferPointer<(start: Int, count: Int)>
     let dataVersionKey: String?
     /// ``dataVersionKey`` as UTF-8, for comparing keys without allocating.
     let dataVersionKeyBytes: [UInt8]?
@@ -103,10 +107,26 @@ class EntityType: @unchecked Sendable {
         self.prefixBytes = Array(prefix.utf8)
         self.typeName = typeName
         self.fieldKeys = fieldKeys
-        self.fieldKeyBytes = fieldKeys.map { Array($0.utf8) }
+        fieldKeySpans = .allocate(capacity: max(1, fieldKeys.count))
+        var total = 0
+        for (i, key) in fieldKeys.enumerated() {
+            fieldKeySpans[i] = (start: total, count: key.utf8.count)
+            total += key.utf8.count
+        }
+        fieldKeyBytes = .allocate(byteCount: max(1, total), alignment: 1)
+        for (i, key) in fieldKeys.enumerated() {
+            let span = fieldKeySpans[i]
+            UnsafeMutableRawBufferPointer(rebasing: fieldKeyBytes[span.start..<span.start + span.count]).copyBytes(
+                from: key.utf8)
+        }
         self.dataVersionKey = dataVersionKey
         self.dataVersionKeyBytes = dataVersionKey.map { Array($0.utf8) }
         self.classVersion = classVersion
+    }
+
+    deinit {
+        fieldKeyBytes.deallocate()
+        fieldKeySpans.deallocate()
     }
 
     /// Whether `id` (UTF-8) is `<this prefix>-<something>`, the form ``EntityIDFormat`` accepts.
@@ -120,7 +140,7 @@ class EntityType: @unchecked Sendable {
 
     /// The index of the field named `key`; `hint` is tried first (fields tend to come in order).
     final func fieldIndex(_ key: JSONBytes, hint: Int) -> Int? {
-        let n = fieldKeyBytes.count
+        let n = fieldKeys.count
         if hint < n, matches(key, hint) { return hint }
         for i in 0..<n where i != hint && matches(key, i) { return i }
         return nil
@@ -128,7 +148,16 @@ class EntityType: @unchecked Sendable {
 
     @inline(__always)
     private final func matches(_ key: JSONBytes, _ i: Int) -> Bool {
-        fieldKeyBytes[i].withUnsafeBytes { key.equals($0) }
+        let span = fieldKeySpans.baseAddress.unsafelyUnwrapped[i]
+        guard span.count == key.count else { return false }
+        let a = UnsafeRawPointer(fieldKeyBytes.baseAddress.unsafelyUnwrapped) + span.start
+        guard let b = key.buffer.baseAddress else { return span.count == 0 }
+        var j = 0
+        while j < span.count {
+            if a.load(fromByteOffset: j, as: UInt8.self) != b.load(fromByteOffset: j, as: UInt8.self) { return false }
+            j &+= 1
+        }
+        return true
     }
 
     /// An empty draft for an entity with this id.

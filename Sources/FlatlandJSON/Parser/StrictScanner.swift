@@ -240,10 +240,16 @@ struct StrictScanner {
                     if validateUTF8 {
                         // A whole, valid sequence before the stop is stepped over at once; anything
                         // else goes through the byte-by-byte states, which report the error.
-                        let length = Self.validSequenceLength(base, at: i, before: stop)
-                        if length > 0 {
+                        // Runs of them (text in most scripts) are stepped over in this loop.
+                        var j = i
+                        while j < stop, base[j] >= 0x80 {
+                            let length = Self.validSequenceLength(base, at: j, before: stop)
+                            if length == 0 { break }
                             lines.extra &+= length &- 1
-                            i &+= length
+                            j &+= length
+                        }
+                        if j > i {
+                            i = j
                             continue
                         }
                         if let f = utf8Lead(b, start: start, index: i) { return f }
