@@ -481,7 +481,17 @@ public final class Ingestor: JSONEventHandler {
         frames[t].total = nil
         frames[t].sliceItems = nil
         let mark = frames[t].mark
-        try replayMembers(t, from: EventTape.Mark(tokens: mark.tokens + 1, bytes: mark.bytes))
+        // The usual entity begins with its id: then the id member is all there is to replay,
+        // and replaying it changes nothing.
+        let onlyID =
+            tape.tokens.count == mark.tokens + 3 && versionKey != idKey && draft.type?.dataVersionKeyBytes != idKey
+            && tape.tokens[mark.tokens + 1].kind == .key
+            && (idKey?.withUnsafeBytes { id in tape.withBytes(of: tape.tokens[mark.tokens + 1]) { $0.elementsEqual(id) }
+            }
+                ?? false)
+        if !onlyID {
+            try replayMembers(t, from: EventTape.Mark(tokens: mark.tokens + 1, bytes: mark.bytes))
+        }
         tape.truncate(to: mark)
         if !atEnd { frames[t].field = -1 }
     }
