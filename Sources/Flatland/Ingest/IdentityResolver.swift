@@ -139,6 +139,8 @@ public struct RuleResolver: IdentityResolver {
     /// The rules, tried in order.
     public let rules: [Rule]
     public let identityKeys: [String]
+    /// Each rule's id key and type key as indexes into ``identityKeys``.
+    let keyIndexes: [(id: Int, type: Int?)]
 
     /// A resolver trying `rules` in order.
     public init(_ rules: [Rule]) {
@@ -148,6 +150,29 @@ public struct RuleResolver: IdentityResolver {
             for key in [rule.idKey, rule.typeKey].compactMap({ $0 }) where !keys.contains(key) { keys.append(key) }
         }
         identityKeys = keys
+        keyIndexes = rules.map { rule in
+            (id: keys.firstIndex(of: rule.idKey)!, type: rule.typeKey.map { keys.firstIndex(of: $0)! })
+        }
+    }
+
+    /// ``resolve(_:)`` on the identity values by their index in ``identityKeys``, without making
+    /// a candidate and its dictionary (the ingestor's path).
+    func resolve(value: (Int) -> String?, parentKey: String?, isNested: Bool, endpoint: String?)
+        -> ResolvedIdentity?
+    {
+        for (rule, indexes) in zip(rules, keyIndexes) {
+            guard let id = value(indexes.id) else { continue }
+            if let parentKeys = rule.parentKeys, !parentKeys.contains(parentKey ?? "") { continue }
+            if let typeIndex = indexes.type {
+                guard let type = value(typeIndex) else { continue }
+                if let typeSuffix = rule.typeSuffix, !type.hasSuffix(typeSuffix) { continue }
+                if let typeValues = rule.typeValues, !typeValues.contains(type) { continue }
+            }
+            if let endpointPrefix = rule.endpointPrefix, !(endpoint ?? "").hasPrefix(endpointPrefix) { continue }
+            if let nested = rule.nested, nested != isNested { continue }
+            return ResolvedIdentity(id: "\(rule.prefix)-\(id)", prefix: rule.prefix)
+        }
+        return nil
     }
 
     public func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {

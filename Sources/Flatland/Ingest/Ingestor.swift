@@ -110,6 +110,8 @@ public final class Ingestor: JSONEventHandler {
     private let registry: EntityRegistry
     /// The registered types, for matching id prefixes without a lookup.
     private let knownTypes: [EntityType]
+    /// The resolver, when it is the built-in rule resolver (matched without a candidate).
+    private let rules: RuleResolver?
     /// The one token of a scalar handed to a field decoder.
     private let scalarToken = UnsafeMutablePointer<TapeToken>.allocate(capacity: 1)
     @exclusivity(unchecked) private var lastType: EntityType?
@@ -124,6 +126,7 @@ public final class Ingestor: JSONEventHandler {
         self.endpoint = endpoint.map { Endpoint.nonFielded($0, ignoring: options.ignoredParameters) }
         self.taskID = taskID
         registry = store.registry
+        rules = options.resolver as? RuleResolver
         let types = store.registry.types
         knownTypes = types.keys.sorted().compactMap { types[$0] }
         identityKeyNames = options.resolver.identityKeys
@@ -549,6 +552,13 @@ public final class Ingestor: JSONEventHandler {
             }
             guard let prefix = EntityIDFormat.prefix(of: id) else { return nil }
             return ResolvedIdentity(id: id, prefix: prefix)
+        }
+        if let rules {
+            return rules.resolve(
+                value: { k in
+                    if k == 0 { return frames[t].firstIDValue }
+                    return frames[t].otherIDValues.isEmpty ? nil : frames[t].otherIDValues[k]
+                }, parentKey: frames[t].parentKey, isNested: frames[t].nested, endpoint: endpoint)
         }
         var values: [String: String] = [:]
         if let first = frames[t].firstIDValue { values[identityKeyNames[0]] = first }
