@@ -183,14 +183,12 @@ class EntityType: @unchecked Sendable {
 
 final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
     let fields: [Field<E>]
-    let indexes: [EntityIndex<E>]
     /// The box class, looked up once.
     let boxClass: TypedBox<E>.Type
 
     init() {
         boxClass = TypedBox<E>.self
         fields = E.fields
-        indexes = E.indexes
         super.init(
             prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
             classVersion: E.classVersion, recordType: E.self, rawDecoders: E.fields.map { $0.accessor.rawDecode },

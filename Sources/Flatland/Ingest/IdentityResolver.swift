@@ -121,19 +121,6 @@ public struct RuleResolver: IdentityResolver {
             if let nested, nested != isNested { return false }
             return true
         }
-
-        func matches(_ c: IdentityCandidate) -> Bool {
-            guard c.values[idKey] != nil else { return false }
-            if let parentKeys, !parentKeys.contains(c.parentKey ?? "") { return false }
-            if let typeKey {
-                guard let type = c.values[typeKey] else { return false }
-                if let typeSuffix, !type.hasSuffix(typeSuffix) { return false }
-                if let typeValues, !typeValues.contains(type) { return false }
-            }
-            if let endpointPrefix, !(c.endpoint ?? "").hasPrefix(endpointPrefix) { return false }
-            if let nested, nested != c.isNested { return false }
-            return true
-        }
     }
 
     /// The rules, tried in order.
@@ -161,15 +148,13 @@ public struct RuleResolver: IdentityResolver {
         -> ResolvedIdentity?
     {
         for (rule, indexes) in zip(rules, keyIndexes) {
-            guard let id = value(indexes.id) else { continue }
-            if let parentKeys = rule.parentKeys, !parentKeys.contains(parentKey ?? "") { continue }
+            guard let id = value(indexes.id), rule.allows(parentKey: parentKey, isNested: isNested, endpoint: endpoint)
+            else { continue }
             if let typeIndex = indexes.type {
                 guard let type = value(typeIndex) else { continue }
                 if let typeSuffix = rule.typeSuffix, !type.hasSuffix(typeSuffix) { continue }
                 if let typeValues = rule.typeValues, !typeValues.contains(type) { continue }
             }
-            if let endpointPrefix = rule.endpointPrefix, !(endpoint ?? "").hasPrefix(endpointPrefix) { continue }
-            if let nested = rule.nested, nested != isNested { continue }
             return ResolvedIdentity(id: "\(rule.prefix)-\(id)", prefix: rule.prefix)
         }
         return nil
@@ -180,9 +165,8 @@ public struct RuleResolver: IdentityResolver {
     }
 
     public func resolve(_ candidate: IdentityCandidate) -> ResolvedIdentity? {
-        guard let rule = rules.first(where: { $0.matches(candidate) }), let id = candidate.values[rule.idKey] else {
-            return nil
-        }
-        return ResolvedIdentity(id: "\(rule.prefix)-\(id)", prefix: rule.prefix)
+        resolve(
+            value: { candidate.values[identityKeys[$0]] }, parentKey: candidate.parentKey,
+            isNested: candidate.isNested, endpoint: candidate.endpoint)
     }
 }

@@ -484,19 +484,22 @@ public final class Ingestor: JSONEventHandler {
         frames[t].total = nil
         frames[t].sliceItems = nil
         let mark = frames[t].mark
-        // The usual entity begins with its id: then the id member is all there is to replay,
-        // and replaying it changes nothing.
-        let onlyID =
-            tape.tokens.count == mark.tokens + 3 && versionKey != idKey && draft.type?.dataVersionKeyBytes != idKey
-            && tape.tokens[mark.tokens + 1].kind == .key
-            && (idKey?.withUnsafeBytes { id in tape.withBytes(of: tape.tokens[mark.tokens + 1]) { $0.elementsEqual(id) }
-            }
-                ?? false)
-        if !onlyID {
+        if !onlyIDMember(since: mark, of: draft) {
             try replayMembers(t, from: EventTape.Mark(tokens: mark.tokens + 1, bytes: mark.bytes))
         }
         tape.truncate(to: mark)
         if !atEnd { frames[t].field = -1 }
+    }
+
+    /// Whether the tape since `mark` holds the id member alone (`{`, the id key, its value): the
+    /// usual entity begins with its id, and replaying that member would set nothing.
+    private func onlyIDMember(since mark: EventTape.Mark, of draft: EntityBox) -> Bool {
+        guard let idKey, tape.tokens.count == mark.tokens + 3, versionKey != idKey,
+            draft.type?.dataVersionKeyBytes != idKey
+        else { return false }
+        let key = tape.tokens[mark.tokens + 1]
+        guard key.kind == .key else { return false }
+        return idKey.withUnsafeBytes { id in tape.withBytes(of: key) { JSONBytes(unsafeBuffer: $0).equals(id) } }
     }
 
     /// Decodes the members recorded on the tape since `from` into entity frame `t`.

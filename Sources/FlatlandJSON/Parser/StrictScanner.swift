@@ -243,7 +243,7 @@ struct StrictScanner {
                         // Runs of them (text in most scripts) are stepped over in this loop.
                         var j = i
                         while j < stop, base[j] >= 0x80 {
-                            let length = Self.validSequenceLength(base, at: j, before: stop)
+                            let length = UTF8Validation.sequenceLength(base, at: j, before: stop)
                             if length == 0 { break }
                             lines.extra &+= length &- 1
                             j &+= length
@@ -376,33 +376,6 @@ struct StrictScanner {
         let what = stringIsKey ? "key" : "string"
         return fail(
             .limit, "\(what) longer than \(stringLimit) bytes", at: lines.location(at: start + i), detectedAt: i)
-    }
-
-    /// The length (2 to 4) of the well-formed UTF-8 sequence at `i` if all of it lies before
-    /// `stop`, or 0: not well-formed (overlong, surrogate, above U+10FFFF, truncated) or not
-    /// wholly there yet.
-    @inline(__always)
-    static func validSequenceLength(_ base: UnsafePointer<UInt8>, at i: Int, before stop: Int) -> Int {
-        let b = base[i]
-        var lo: UInt8 = 0x80
-        var hi: UInt8 = 0xBF
-        let length: Int
-        switch b {
-        case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; lo = 0xA0
-        case 0xE1...0xEC, 0xEE, 0xEF: length = 3
-        case 0xED: length = 3; hi = 0x9F
-        case 0xF0: length = 4; lo = 0x90
-        case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; hi = 0x8F
-        default: return 0
-        }
-        guard i &+ length <= stop else { return 0 }
-        let c1 = base[i &+ 1]
-        guard c1 >= lo, c1 <= hi else { return 0 }
-        if length > 2, base[i &+ 2] & 0xC0 != 0x80 { return 0 }
-        if length > 3, base[i &+ 3] & 0xC0 != 0x80 { return 0 }
-        return length
     }
 
     /// A byte of string content that is not ASCII: the start of a UTF-8 sequence.
