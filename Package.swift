@@ -26,7 +26,8 @@ let package = Package(
             pkgConfig: "yajl",
             providers: [.apt(["libyajl-dev"]), .brew(["yajl"])]
         ),
-        .target(name: "FlatlandJSON", dependencies: ["CYAJL"]),
+        .target(name: "CFlatlandSIMD"),
+        .target(name: "FlatlandJSON", dependencies: ["CYAJL", "CFlatlandSIMD"]),
         .target(name: "FlatlandFixtures", dependencies: ["Flatland", "FlatlandJSON"]),
         .target(name: "Flatland", dependencies: ["FlatlandJSON"]),
         .target(
@@ -63,7 +64,7 @@ let package = Package(
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ]
         ),
-        .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON"]),
+        .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON", "CFlatlandSIMD"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),
         .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON"]),
         .testTarget(

@@ -51,6 +51,8 @@ struct StrictScanner {
     let maxStringLength: Int
     let maxKeyLength: Int
     let maxNumberLength: Int
+    /// Whether whole blocks may be scanned with bit masks (see ``scanBlock(_:at:count:start:)``).
+    var usesBlocks: Bool
 
     var mode = Mode.value
     /// The mode at the start of the chunk being scanned.
@@ -91,6 +93,10 @@ struct StrictScanner {
         maxKeyLength = max(0, options.limits.maxKeyLength)
         maxNumberLength = max(0, options.limits.maxNumberLength)
         containers.reserveCapacity(min(maxDepth, 64))
+        // A string or number that starts and ends in one block is shorter than 64 bytes, so with
+        // limits of at least 64 a block only checks what crosses its edges. Comments need the
+        // states.
+        usesBlocks = !allowComments && min(maxStringLength, maxKeyLength, maxNumberLength) >= 64
     }
 
     /// Byte classes outside strings: 0 = nothing to do.
@@ -133,20 +139,38 @@ struct StrictScanner {
     /// Scans `count` bytes at `base`, which start at absolute offset `start`.
     /// Returns the first error, with the chunk index at which it was detected; bytes before that
     /// index are safe to hand to libyajl.
+    ///
+    /// Whole 64-byte blocks go through ``scanBlock(_:at:count:start:)`` when it can take them;
+    /// the rest, byte by byte, through the states. Both end a block in the same state, so a block
+    /// boundary is no different from a chunk boundary.
     mutating func scan(_ base: UnsafePointer<UInt8>, count n: Int, start: Int) -> Failure? {
         chunkLines = lines
         chunkMode = mode
-        let valueClass = Self.valueClass
-        let stringClass = Self.stringClass
-        var i = 0
         if start == 0, n > 0, base[0] == 0xEF {
             return fail(
                 .syntax, "byte-order mark is not allowed in JSON text", at: lines.location(at: 0), detectedAt: 0)
         }
+        var i = 0
+        if usesBlocks {
+            while i &+ 64 <= n {
+                if !scanBlock(base, at: i, count: n, start: start) {
+                    if let f = scanBytes(base, from: i, to: i &+ 64, start: start) { return f }
+                }
+                i &+= 64
+            }
+        }
+        return scanBytes(base, from: i, to: n, start: start)
+    }
+
+    /// Scans the chunk bytes from index `from` to `n`, byte by byte through the states.
+    mutating func scanBytes(_ base: UnsafePointer<UInt8>, from: Int, to n: Int, start: Int) -> Failure? {
+        let valueClass = Self.valueClass
+        let stringClass = Self.stringClass
+        var i = from
         if numberRun > 0 {
-            // A number that started in an earlier chunk goes on (numberRun > 0 only between
-            // chunks: within a chunk a run ends at its first other byte).
-            i = numberStep(base, count: n, from: 0)
+            // A number that started before goes on (numberRun > 0 only between chunks or
+            // blocks: within them a run ends at its first other byte).
+            i = numberStep(base, count: n, from: from)
             if i < 0 { return numberFailure(start: start, index: -1 - i) }
         }
         while i < n {

@@ -1,0 +1,30 @@
+#ifndef FLATLAND_SIMD_H
+#define FLATLAND_SIMD_H
+
+#include <stdint.h>
+
+/// Where the bytes that matter to the strict scanner are in one 64-byte block: bit `i` of each
+/// mask describes byte `i` of the block.
+typedef struct {
+    /// `"`
+    uint64_t quote;
+    /// `\`
+    uint64_t backslash;
+    /// 0x80 and above: any byte of a multi-byte UTF-8 sequence.
+    uint64_t non_ascii;
+    /// 0x80 to 0xBF: a UTF-8 continuation byte.
+    uint64_t continuation;
+    /// 0x0A, line feed.
+    uint64_t line_feed;
+    /// `{`, `}`, `[` or `]`.
+    uint64_t bracket;
+    /// `,`
+    uint64_t comma;
+    /// 0x0B (vertical tab) or 0x0C (form feed): whitespace to libyajl, not to RFC 8259.
+    uint64_t vertical_space;
+} flatland_block_masks;
+
+/// Classifies the 64 bytes at `block` (SSE2 on x86-64, NEON on ARM64, plain C elsewhere).
+void flatland_classify_block(const uint8_t *block, flatland_block_masks *masks);
+
+#endif
