@@ -1,11 +1,12 @@
 #include "flatland_simd.h"
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
+#include <stdatomic.h>
 
 static inline uint64_t mask16(__m128i m) { return (uint64_t)(uint16_t)_mm_movemask_epi8(m); }
 
-void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
+static void classify_sse2(const uint8_t *block, flatland_block_masks *out) {
     const __m128i quote = _mm_set1_epi8('"');
     const __m128i backslash = _mm_set1_epi8('\\');
     const __m128i lower = _mm_set1_epi8(0x20);
@@ -34,6 +35,60 @@ void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
             << shift;
     }
     *out = m;
+}
+
+static inline uint64_t mask32(__m256i m) __attribute__((target("avx2")));
+static inline uint64_t mask32(__m256i m) { return (uint64_t)(uint32_t)_mm256_movemask_epi8(m); }
+
+/// The same masks, 32 bytes at a time, on processors that have AVX2 (most x86-64 since 2013).
+__attribute__((target("avx2"))) static void classify_avx2(const uint8_t *block, flatland_block_masks *out) {
+    const __m256i quote = _mm256_set1_epi8('"');
+    const __m256i backslash = _mm256_set1_epi8('\\');
+    const __m256i lower = _mm256_set1_epi8(0x20);
+    const __m256i open = _mm256_set1_epi8('{');
+    const __m256i close = _mm256_set1_epi8('}');
+    const __m256i comma = _mm256_set1_epi8(',');
+    const __m256i line_feed = _mm256_set1_epi8(0x0A);
+    const __m256i vertical_tab = _mm256_set1_epi8(0x0B);
+    const __m256i form_feed = _mm256_set1_epi8(0x0C);
+    const __m256i top_two = _mm256_set1_epi8((char)0xC0);
+    const __m256i continuation = _mm256_set1_epi8((char)0x80);
+    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int k = 0; k < 2; k++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(block + 32 * k));
+        __m256i folded = _mm256_or_si256(v, lower);
+        int shift = 32 * k;
+        m.quote |= mask32(_mm256_cmpeq_epi8(v, quote)) << shift;
+        m.backslash |= mask32(_mm256_cmpeq_epi8(v, backslash)) << shift;
+        m.non_ascii |= mask32(v) << shift;
+        m.continuation |= mask32(_mm256_cmpeq_epi8(_mm256_and_si256(v, top_two), continuation)) << shift;
+        m.line_feed |= mask32(_mm256_cmpeq_epi8(v, line_feed)) << shift;
+        m.bracket |= mask32(_mm256_or_si256(_mm256_cmpeq_epi8(folded, open), _mm256_cmpeq_epi8(folded, close)))
+            << shift;
+        m.comma |= mask32(_mm256_cmpeq_epi8(v, comma)) << shift;
+        m.vertical_space |= mask32(
+                                _mm256_or_si256(_mm256_cmpeq_epi8(v, vertical_tab), _mm256_cmpeq_epi8(v, form_feed)))
+            << shift;
+    }
+    *out = m;
+}
+
+typedef void (*classify_function)(const uint8_t *, flatland_block_masks *);
+
+static classify_function choose(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? classify_avx2 : classify_sse2;
+}
+
+void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
+    // Chosen once; a race only stores the same pointer twice.
+    static _Atomic(classify_function) chosen = NULL;
+    classify_function f = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (f == NULL) {
+        f = choose();
+        atomic_store_explicit(&chosen, f, memory_order_relaxed);
+    }
+    f(block, out);
 }
 
 #elif defined(__ARM_NEON) || defined(__ARM_NEON__)

@@ -148,14 +148,12 @@ extension StrictScanner {
             bits &= bits &- 1
             let c = p[k]
             if c & 0x02 != 0 {
-                depth &+= 1
-                containers.append(c & 0x20 != 0 ? 1 : 0)
-            } else if depth > 0 {
-                depth &-= 1
-                containers.removeLast()
+                pushContainer(isObject: c & 0x20 != 0)
+            } else {
+                popContainer()
             }
         }
-        let inObject = containers.last == 1
+        let inObject = self.inObject
         let events = brackets | (m.comma & outside) | opening
         if events != 0 {
             let top = 63 &- events.leadingZeroBitCount
@@ -175,13 +173,15 @@ extension StrictScanner {
             }
         }
 
+        // (Counting bits is a loop of its own on x86-64 without POPCNT: only when there are any.)
         let feeds = m.line_feed & outside
         if feeds != 0 {
             let last = 63 &- feeds.leadingZeroBitCount
             lines.line &+= feeds.nonzeroBitCount
             lines.lineStart = blockStart &+ last &+ 1
-            lines.extra = (continuation >> UInt64(last &+ 1)).nonzeroBitCount
-        } else {
+            let after = continuation >> UInt64(last &+ 1)
+            lines.extra = after == 0 ? 0 : after.nonzeroBitCount
+        } else if continuation != 0 {
             lines.extra &+= continuation.nonzeroBitCount
         }
 

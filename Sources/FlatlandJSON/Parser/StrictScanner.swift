@@ -62,8 +62,10 @@ struct StrictScanner {
     var chunkLines = LineState()
 
     var depth = 0
-    /// 1 for an object, 0 for an array, per open level.
-    var containers: [UInt8] = []
+    /// Per open level, whether it is an object: bit `k` for level `k + 1` up to 64 levels,
+    /// deeper ones in `deepContainers` (1 for an object, 0 for an array).
+    var containerBits: UInt64 = 0
+    var deepContainers: [UInt8] = []
     var expectKey = false
 
     /// Absolute offset of the first content byte of the current string.
@@ -92,7 +94,6 @@ struct StrictScanner {
         maxStringLength = max(0, options.limits.maxStringLength)
         maxKeyLength = max(0, options.limits.maxKeyLength)
         maxNumberLength = max(0, options.limits.maxNumberLength)
-        containers.reserveCapacity(min(maxDepth, 64))
         // A string or number that starts and ends in one block is shorter than 64 bytes, so with
         // limits of at least 64 a block only checks what crosses its edges. Comments need the
         // states.
@@ -129,6 +130,35 @@ struct StrictScanner {
     }()
 
     var stringLimit: Int { stringIsKey ? maxKeyLength : maxStringLength }
+
+    /// Opens a level.
+    @inline(__always)
+    mutating func pushContainer(isObject: Bool) {
+        if depth < 64 {
+            let bit: UInt64 = 1 << UInt64(depth)
+            containerBits = isObject ? containerBits | bit : containerBits & ~bit
+        } else {
+            deepContainers.append(isObject ? 1 : 0)
+        }
+        depth &+= 1
+    }
+
+    /// Closes the innermost level, if any (libyajl reports a bracket that closes nothing).
+    @inline(__always)
+    mutating func popContainer() {
+        guard depth > 0 else { return }
+        depth &-= 1
+        if depth >= 64 { deepContainers.removeLast() }
+    }
+
+    /// Whether the innermost open level is an object.
+    var inObject: Bool {
+        @inline(__always) get {
+            if depth == 0 { return false }
+            if depth <= 64 { return containerBits >> UInt64(depth &- 1) & 1 != 0 }
+            return deepContainers.last == 1
+        }
+    }
 
     mutating func fail(_ code: JSONError.Code, _ message: String, at location: JSONLocation, detectedAt: Int)
         -> Failure
@@ -195,17 +225,13 @@ struct StrictScanner {
                             .depth, "nesting deeper than \(maxDepth) levels", at: lines.location(at: start + i),
                             detectedAt: i)
                     }
-                    depth += 1
-                    containers.append(c == 2 ? 1 : 0)
+                    pushContainer(isObject: c == 2)
                     expectKey = c == 2
                 case 4:
-                    if depth > 0 {
-                        depth -= 1
-                        containers.removeLast()
-                    }
+                    popContainer()
                     expectKey = false
                 case 5:
-                    expectKey = containers.last == 1
+                    expectKey = inObject
                 case 6:
                     lines.line += 1
                     lines.lineStart = start + i + 1
