@@ -231,3 +231,35 @@ struct RepeatedIDTests {
         #expect(records[0].count == 3)
     }
 }
+
+/// A field may be any writable key path: a stored property is written in place at its offset,
+/// anything else (here a computed property with a setter) through the key path itself.
+struct Memo: Entity, Equatable {
+    static let prefix = "mo"
+    var id: EntityID<Memo>
+    var text = ""
+    var storedTitle = ""
+    var title: String {
+        get { storedTitle }
+        set { storedTitle = newValue.uppercased() }
+    }
+
+    init(id: EntityID<Memo>) { self.id = id }
+
+    static let fields: [Field<Memo>] = [Field("text", \.text), Field("title", \.title)]
+}
+
+@Suite("Fields on stored and computed properties")
+struct FieldStorageTests {
+    @Test(arguments: StoreBackend.allCases) func storedAndComputedPropertiesBothDecode(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try EntityRegistry([Memo.self]))
+        try store.ingest(bytes(#"[{"uuid":"mo-1","text":"first","title":"hello"},{"uuid":"mo-2","title":"x"}]"#))
+        try store.ingest(bytes(#"{"uuid":"mo-1","text":"second"}"#))
+        let one = try #require(store.entity(EntityID<Memo>("mo-1")))
+        #expect(one.text == "second")
+        #expect(one.title == "HELLO")  // the setter ran
+        let two = try #require(store.entity(EntityID<Memo>("mo-2")))
+        #expect(two.text == "")
+        #expect(two.title == "X")
+    }
+}

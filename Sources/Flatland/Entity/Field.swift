@@ -22,15 +22,25 @@ public struct Field<Root>: Sendable {
     @inlinable
     public init<Value: FieldValue>(_ key: String, _ keyPath: WritableKeyPath<Root, Value> & Sendable) {
         self.key = key
+        let rawDecode: RawFieldDecoder
+        if let offset = MemoryLayout<Root>.offset(of: keyPath) {
+            // A stored property of a struct: written in place at its offset, without walking
+            // the key path at run time for every value.
+            rawDecode = { (reader, root) throws(FieldError) in
+                (root + offset).assumingMemoryBound(to: Value.self).pointee = try Value.decode(from: &reader)
+            }
+        } else {
+            rawDecode = { (reader, root) throws(FieldError) in
+                root.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath] = try Value.decode(from: &reader)
+            }
+        }
         accessor = FieldAccessor(
             keyPath: keyPath,
             decode: { (reader, root) throws(FieldError) in root[keyPath: keyPath] = try Value.decode(from: &reader) },
             encode: { root, writer in root[keyPath: keyPath].encode(to: &writer) },
             copy: { source, destination in destination[keyPath: keyPath] = source[keyPath: keyPath] },
             equal: { a, b in a[keyPath: keyPath] == b[keyPath: keyPath] },
-            rawDecode: { (reader, root) throws(FieldError) in
-                root.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath] = try Value.decode(from: &reader)
-            })
+            rawDecode: rawDecode)
     }
 
     @inline(__always)

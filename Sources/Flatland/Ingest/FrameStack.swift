@@ -40,7 +40,7 @@ final class FrameStack<Frame> {
             base = grown
             capacity *= 2
         }
-        (base + count).initialize(to: frame)
+        (base + count).initialize(to: consume frame)
         count += 1
     }
 

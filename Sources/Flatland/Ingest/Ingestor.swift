@@ -228,10 +228,10 @@ public final class Ingestor: JSONEventHandler {
     }
 
     public func beginArray() throws {
-        var frame = arrayFrame()
-        frame.mark = tape.mark
-        if frame.records { tape.append(.beginArray) }
-        frames.append(consume frame)
+        frames.append(arrayFrame())
+        let t = frames.count - 1
+        frames[t].mark = tape.mark
+        if frames[t].records { tape.append(.beginArray) }
     }
 
     /// The frame of an array that begins in the innermost frame.
@@ -394,15 +394,17 @@ public final class Ingestor: JSONEventHandler {
     // MARK: Frames
 
     private func pushObject(role: Role, nested: Bool, inEntity: Bool, records: Bool, parentKey: String?) {
-        var frame = Frame(
-            kind: .object, role: role, nested: nested, inEntity: inEntity, records: records, parentKey: parentKey)
-        frame.undecided =
+        let undecided =
             mayIdentifyAll || options.resolver.mayIdentify(parentKey: parentKey, isNested: nested, endpoint: endpoint)
-        if frame.undecided { frame.records = true }
-        frame.mark = tape.mark
-        if frame.records { tape.append(.beginObject) }
-        let undecided = frame.undecided
-        frames.append(consume frame)
+        // Made in place on the stack: a local frame moved there is copied and destroyed instead.
+        frames.append(
+            Frame(
+                kind: .object, role: role, nested: nested, inEntity: inEntity, records: records || undecided,
+                parentKey: parentKey))
+        let t = frames.count - 1
+        frames[t].undecided = undecided
+        frames[t].mark = tape.mark
+        if frames[t].records { tape.append(.beginObject) }
         if undecided, tape.storage.count > options.maxPendingObjectBytes { forceContainers() }
     }
 
@@ -712,11 +714,16 @@ public final class Ingestor: JSONEventHandler {
     }
 
     private func decodeField(_ reader: inout FieldReader, into e: Int) throws(FieldError) {
-        guard !frames[e].failed, let draft = frames[e].draft else { return }
+        guard !frames[e].failed, frames[e].draft != nil else { return }
         let field = frames[e].field
         if field >= 0 {
-            try draft.decode(field: field, from: &reader)
-        } else if field == -3, let key = frames[e].key {
+            // The frame keeps the draft alive: no retain and release around every value.
+            var failure: FieldError?
+            Unmanaged.passUnretained(frames[e].draft.unsafelyUnwrapped)._withUnsafeGuaranteedRef { draft in
+                do throws(FieldError) { try draft.decode(field: field, from: &reader) } catch { failure = error }
+            }
+            if let failure { throw failure }
+        } else if field == -3, let draft = frames[e].draft, let key = frames[e].key {
             draft.set(member: key, value: try reader.readJSONValue())
         }
     }
@@ -755,17 +762,19 @@ public final class Ingestor: JSONEventHandler {
 /// ingestor and its store alive for ever. Events only arrive while the ingestor is feeding or
 /// finishing, so it is alive whenever this is called.
 final class IngestorEvents: JSONEventHandler {
-    unowned(unsafe) let ingestor: Ingestor
+    /// Unretained, and used without retaining it for each event (an `unowned(unsafe)` reference
+    /// would still be retained around every call).
+    let ingestor: Unmanaged<Ingestor>
 
-    init(_ ingestor: Ingestor) { self.ingestor = ingestor }
+    init(_ ingestor: Ingestor) { self.ingestor = .passUnretained(ingestor) }
 
-    func beginObject() throws { try ingestor.beginObject() }
-    func endObject() throws { try ingestor.endObject() }
-    func beginArray() throws { try ingestor.beginArray() }
-    func endArray() throws { try ingestor.endArray() }
-    func key(_ key: JSONBytes) throws { try ingestor.key(key) }
-    func string(_ value: JSONBytes) throws { try ingestor.string(value) }
-    func number(_ value: JSONNumberText) throws { try ingestor.number(value) }
-    func bool(_ value: Bool) throws { try ingestor.bool(value) }
-    func null() throws { try ingestor.null() }
+    func beginObject() throws { try ingestor._withUnsafeGuaranteedRef { try $0.beginObject() } }
+    func endObject() throws { try ingestor._withUnsafeGuaranteedRef { try $0.endObject() } }
+    func beginArray() throws { try ingestor._withUnsafeGuaranteedRef { try $0.beginArray() } }
+    func endArray() throws { try ingestor._withUnsafeGuaranteedRef { try $0.endArray() } }
+    func key(_ key: JSONBytes) throws { try ingestor._withUnsafeGuaranteedRef { try $0.key(key) } }
+    func string(_ value: JSONBytes) throws { try ingestor._withUnsafeGuaranteedRef { try $0.string(value) } }
+    func number(_ value: JSONNumberText) throws { try ingestor._withUnsafeGuaranteedRef { try $0.number(value) } }
+    func bool(_ value: Bool) throws { try ingestor._withUnsafeGuaranteedRef { try $0.bool(value) } }
+    func null() throws { try ingestor._withUnsafeGuaranteedRef { try $0.null() } }
 }
