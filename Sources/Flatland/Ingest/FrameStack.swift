@@ -32,16 +32,20 @@ final class FrameStack<Frame> {
     /// The index of the innermost frame, if any.
     var lastIndex: Int? { count > 0 ? count - 1 : nil }
 
+    @inline(__always)
     func append(_ frame: consuming Frame) {
-        if count == capacity {
-            let grown = UnsafeMutablePointer<Frame>.allocate(capacity: capacity * 2)
-            grown.moveInitialize(from: base, count: count)
-            base.deallocate()
-            base = grown
-            capacity *= 2
-        }
+        if count == capacity { grow() }
         (base + count).initialize(to: consume frame)
         count += 1
+    }
+
+    @inline(never)
+    private func grow() {
+        let grown = UnsafeMutablePointer<Frame>.allocate(capacity: capacity * 2)
+        grown.moveInitialize(from: base, count: count)
+        base.deallocate()
+        base = grown
+        capacity *= 2
     }
 
     func removeLast() -> Frame {

@@ -281,6 +281,7 @@ struct IndexValue: Hashable, @unchecked Sendable {
 
     @usableFromInline
     func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    @usableFromInline func _rawHashValue(seed: Int) -> Int { mixHash(hash, seed: seed) }
 
     /// The value itself.
     var base: Any {

@@ -1,0 +1,37 @@
+import Testing
+
+@testable import Flatland
+
+/// Ids and index values carry their hash and give `Set` and `Dictionary` a mix of it with the
+/// table's seed: equal keys must land together, distinct ones must all be kept and found, through
+/// growth and rehashing.
+@Suite struct HashingTests {
+    @Test func recordKeysFillAndFindLargeTables() {
+        let ids = (0..<20_000).map { "u-\($0)" }
+        var set = Set<RecordKey>()
+        var table: [RecordKey: Int] = [:]
+        for (i, id) in ids.enumerated() {
+            set.insert(RecordKey(id))
+            table[RecordKey(id)] = i
+        }
+        #expect(set.count == ids.count)
+        #expect(table.count == ids.count)
+        #expect(ids.enumerated().allSatisfy { table[RecordKey($0.element)] == $0.offset })
+        #expect(!set.contains(RecordKey("u-20000")))
+        // Equal keys made separately: the same raw hash for any seed.
+        #expect(RecordKey("u-7")._rawHashValue(seed: 12345) == RecordKey("u-7")._rawHashValue(seed: 12345))
+        #expect(RecordKey("u-7")._rawHashValue(seed: 1) != RecordKey("u-7")._rawHashValue(seed: 2))
+    }
+
+    @Test func indexValuesOfStringsAndOthers() {
+        var table: [IndexValue: Int] = [:]
+        for i in 0..<5_000 {
+            table[IndexValue("mail-\(i)@example.com")] = i
+            table[IndexValue(i)] = -i
+        }
+        #expect(table.count == 10_000)
+        #expect(table[IndexValue("mail-4999@example.com")] == 4999)
+        #expect(table[IndexValue(4999)] == -4999)
+        #expect(table[IndexValue("4999")] == nil)
+    }
+}
