@@ -1,144 +1,91 @@
 #include "flatland_simd.h"
 
+
+
+/// The classification of one block, written once for every vector width: `VEC` is a vector of
+/// `WIDTH` unsigned bytes (a compiler vector extension, so `==` and `|` work lane by lane) and
+/// `MOVEMASK(v)` turns a comparison result (all ones or all zeros per lane) into one bit per lane.
+#define FLATLAND_CLASSIFY(VEC, WIDTH, MOVEMASK)                                                    \
+    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0};                                             \
+    for (int k = 0; k < 64 / (WIDTH); k++) {                                                       \
+        VEC v;                                                                                     \
+        __builtin_memcpy(&v, block + (WIDTH) * k, (WIDTH));                                        \
+        /* `[` and `]` are `{` and `}` without the 0x20 bit. */                                    \
+        VEC folded = v | 0x20;                                                                     \
+        int shift = (WIDTH) * k;                                                                   \
+        m.quote |= MOVEMASK(v == '"') << shift;                                                    \
+        m.backslash |= MOVEMASK(v == '\\') << shift;                                               \
+        m.non_ascii |= MOVEMASK(v >= 0x80) << shift;                                               \
+        m.continuation |= MOVEMASK((v & 0xC0) == 0x80) << shift;                                   \
+        m.line_feed |= MOVEMASK(v == 0x0A) << shift;                                               \
+        m.bracket |= MOVEMASK((folded == '{') | (folded == '}')) << shift;                         \
+        m.comma |= MOVEMASK(v == ',') << shift;                                                    \
+        m.vertical_space |= MOVEMASK((v == 0x0B) | (v == 0x0C)) << shift;                          \
+    }                                                                                              \
+    *out = m;
+
+typedef uint8_t bytes16 __attribute__((vector_size(16)));
+
 #if defined(__SSE2__)
 #include <immintrin.h>
 #include <stdatomic.h>
 
-static inline uint64_t mask16(__m128i m) { return (uint64_t)(uint16_t)_mm_movemask_epi8(m); }
+typedef uint8_t bytes32 __attribute__((vector_size(32)));
 
-static void classify_sse2(const uint8_t *block, flatland_block_masks *out) {
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i lower = _mm_set1_epi8(0x20);
-    const __m128i open = _mm_set1_epi8('{');
-    const __m128i close = _mm_set1_epi8('}');
-    const __m128i comma = _mm_set1_epi8(',');
-    const __m128i line_feed = _mm_set1_epi8(0x0A);
-    const __m128i vertical_tab = _mm_set1_epi8(0x0B);
-    const __m128i form_feed = _mm_set1_epi8(0x0C);
-    const __m128i top_two = _mm_set1_epi8((char)0xC0);
-    const __m128i continuation = _mm_set1_epi8((char)0x80);
-    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int k = 0; k < 4; k++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(block + 16 * k));
-        // `[` and `]` are `{` and `}` without the 0x20 bit.
-        __m128i folded = _mm_or_si128(v, lower);
-        int shift = 16 * k;
-        m.quote |= mask16(_mm_cmpeq_epi8(v, quote)) << shift;
-        m.backslash |= mask16(_mm_cmpeq_epi8(v, backslash)) << shift;
-        m.non_ascii |= mask16(v) << shift;
-        m.continuation |= mask16(_mm_cmpeq_epi8(_mm_and_si128(v, top_two), continuation)) << shift;
-        m.line_feed |= mask16(_mm_cmpeq_epi8(v, line_feed)) << shift;
-        m.bracket |= mask16(_mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close))) << shift;
-        m.comma |= mask16(_mm_cmpeq_epi8(v, comma)) << shift;
-        m.vertical_space |= mask16(_mm_or_si128(_mm_cmpeq_epi8(v, vertical_tab), _mm_cmpeq_epi8(v, form_feed)))
-            << shift;
-    }
-    *out = m;
+#define MOVEMASK16(cmp) ((uint64_t)(uint16_t)_mm_movemask_epi8((__m128i)(cmp)))
+#define MOVEMASK32(cmp) ((uint64_t)(uint32_t)_mm256_movemask_epi8((__m256i)(cmp)))
+
+void flatland_classify_block_baseline(const uint8_t *block, flatland_block_masks *out) {
+    FLATLAND_CLASSIFY(bytes16, 16, MOVEMASK16)
 }
 
-static inline uint64_t mask32(__m256i m) __attribute__((target("avx2")));
-static inline uint64_t mask32(__m256i m) { return (uint64_t)(uint32_t)_mm256_movemask_epi8(m); }
-
-/// The same masks, 32 bytes at a time, on processors that have AVX2 (most x86-64 since 2013).
+/// 32 bytes at a time, on processors that have AVX2 (most x86-64 since 2013).
 __attribute__((target("avx2"))) static void classify_avx2(const uint8_t *block, flatland_block_masks *out) {
-    const __m256i quote = _mm256_set1_epi8('"');
-    const __m256i backslash = _mm256_set1_epi8('\\');
-    const __m256i lower = _mm256_set1_epi8(0x20);
-    const __m256i open = _mm256_set1_epi8('{');
-    const __m256i close = _mm256_set1_epi8('}');
-    const __m256i comma = _mm256_set1_epi8(',');
-    const __m256i line_feed = _mm256_set1_epi8(0x0A);
-    const __m256i vertical_tab = _mm256_set1_epi8(0x0B);
-    const __m256i form_feed = _mm256_set1_epi8(0x0C);
-    const __m256i top_two = _mm256_set1_epi8((char)0xC0);
-    const __m256i continuation = _mm256_set1_epi8((char)0x80);
-    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int k = 0; k < 2; k++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(block + 32 * k));
-        __m256i folded = _mm256_or_si256(v, lower);
-        int shift = 32 * k;
-        m.quote |= mask32(_mm256_cmpeq_epi8(v, quote)) << shift;
-        m.backslash |= mask32(_mm256_cmpeq_epi8(v, backslash)) << shift;
-        m.non_ascii |= mask32(v) << shift;
-        m.continuation |= mask32(_mm256_cmpeq_epi8(_mm256_and_si256(v, top_two), continuation)) << shift;
-        m.line_feed |= mask32(_mm256_cmpeq_epi8(v, line_feed)) << shift;
-        m.bracket |= mask32(_mm256_or_si256(_mm256_cmpeq_epi8(folded, open), _mm256_cmpeq_epi8(folded, close)))
-            << shift;
-        m.comma |= mask32(_mm256_cmpeq_epi8(v, comma)) << shift;
-        m.vertical_space |= mask32(
-                                _mm256_or_si256(_mm256_cmpeq_epi8(v, vertical_tab), _mm256_cmpeq_epi8(v, form_feed)))
-            << shift;
-    }
-    *out = m;
+    FLATLAND_CLASSIFY(bytes32, 32, MOVEMASK32)
 }
 
 typedef void (*classify_function)(const uint8_t *, flatland_block_masks *);
-
-static classify_function choose(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") ? classify_avx2 : classify_sse2;
-}
 
 void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
     // Chosen once; a race only stores the same pointer twice.
     static _Atomic(classify_function) chosen = NULL;
     classify_function f = atomic_load_explicit(&chosen, memory_order_relaxed);
     if (f == NULL) {
-        f = choose();
+        __builtin_cpu_init();
+        f = __builtin_cpu_supports("avx2") ? classify_avx2 : flatland_classify_block_baseline;
         atomic_store_explicit(&chosen, f, memory_order_relaxed);
     }
     f(block, out);
 }
 
-#elif defined(__ARM_NEON) || defined(__ARM_NEON__)
+#else
+
+#if defined(__ARM_NEON) || defined(__ARM_NEON__)
 #include <arm_neon.h>
 
-/// One bit per lane of a comparison result (all ones or all zeros per byte).
-static inline uint64_t mask16(uint8x16_t m) {
+/// One bit per lane: each lane keeps its own bit of a byte, then each half is summed.
+static inline uint64_t movemask16(bytes16 cmp) {
     static const uint8_t weights[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-    uint8x16_t bits = vandq_u8(m, vld1q_u8(weights));
-    uint64_t low = vaddv_u8(vget_low_u8(bits));
-    uint64_t high = vaddv_u8(vget_high_u8(bits));
-    return low | (high << 8);
-}
-
-void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
-    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int k = 0; k < 4; k++) {
-        uint8x16_t v = vld1q_u8(block + 16 * k);
-        uint8x16_t folded = vorrq_u8(v, vdupq_n_u8(0x20));
-        int shift = 16 * k;
-        m.quote |= mask16(vceqq_u8(v, vdupq_n_u8('"'))) << shift;
-        m.backslash |= mask16(vceqq_u8(v, vdupq_n_u8('\\'))) << shift;
-        m.non_ascii |= mask16(vcgeq_u8(v, vdupq_n_u8(0x80))) << shift;
-        m.continuation |= mask16(vceqq_u8(vandq_u8(v, vdupq_n_u8(0xC0)), vdupq_n_u8(0x80))) << shift;
-        m.line_feed |= mask16(vceqq_u8(v, vdupq_n_u8(0x0A))) << shift;
-        m.bracket |= mask16(vorrq_u8(vceqq_u8(folded, vdupq_n_u8('{')), vceqq_u8(folded, vdupq_n_u8('}')))) << shift;
-        m.comma |= mask16(vceqq_u8(v, vdupq_n_u8(','))) << shift;
-        m.vertical_space |= mask16(vorrq_u8(vceqq_u8(v, vdupq_n_u8(0x0B)), vceqq_u8(v, vdupq_n_u8(0x0C)))) << shift;
-    }
-    *out = m;
+    uint8x16_t bits = vandq_u8((uint8x16_t)cmp, vld1q_u8(weights));
+    return (uint64_t)vaddv_u8(vget_low_u8(bits)) | ((uint64_t)vaddv_u8(vget_high_u8(bits)) << 8);
 }
 
 #else
 
+static inline uint64_t movemask16(bytes16 cmp) {
+    uint64_t bits = 0;
+    for (int i = 0; i < 16; i++) bits |= (uint64_t)(cmp[i] >> 7) << i;
+    return bits;
+}
+
+#endif
+
+void flatland_classify_block_baseline(const uint8_t *block, flatland_block_masks *out) {
+    FLATLAND_CLASSIFY(bytes16, 16, movemask16)
+}
+
 void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
-    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int i = 0; i < 64; i++) {
-        uint8_t b = block[i];
-        uint64_t bit = (uint64_t)1 << i;
-        uint8_t folded = b | 0x20;
-        if (b == '"') m.quote |= bit;
-        if (b == '\\') m.backslash |= bit;
-        if (b >= 0x80) m.non_ascii |= bit;
-        if ((b & 0xC0) == 0x80) m.continuation |= bit;
-        if (b == 0x0A) m.line_feed |= bit;
-        if (folded == '{' || folded == '}') m.bracket |= bit;
-        if (b == ',') m.comma |= bit;
-        if (b == 0x0B || b == 0x0C) m.vertical_space |= bit;
-    }
-    *out = m;
+    flatland_classify_block_baseline(block, out);
 }
 
 #endif

@@ -94,8 +94,10 @@ import Testing
         #expect(invalid > 30)
     }
 
-    /// The SIMD masks, byte for byte against the plain definition.
-    @Test func masksMatchTheirDefinition() {
+    /// The SIMD masks, byte for byte against the plain definition: the path this processor
+    /// uses and the baseline every processor of its architecture has.
+    @Test(arguments: [false, true])
+    func masksMatchTheirDefinition(baseline: Bool) {
         var rng = SeededGenerator(seed: 64)
         let interesting: [UInt8] = [
             0x22, 0x5C, 0x7B, 0x7D, 0x5B, 0x5D, 0x2C, 0x0A, 0x0B, 0x0C, 0x80, 0xBF, 0xC0, 0xFF, 0x3A,
@@ -106,7 +108,13 @@ import Testing
                     ? interesting.randomElement(using: &rng)! : UInt8.random(in: 0...255, using: &rng)
             }
             var m = flatland_block_masks()
-            block.withUnsafeBufferPointer { flatland_classify_block($0.baseAddress!, &m) }
+            block.withUnsafeBufferPointer {
+                if baseline {
+                    flatland_classify_block_baseline($0.baseAddress!, &m)
+                } else {
+                    flatland_classify_block($0.baseAddress!, &m)
+                }
+            }
             func mask(_ test: (UInt8) -> Bool) -> UInt64 {
                 var bits: UInt64 = 0
                 for (i, b) in block.enumerated() where test(b) { bits |= 1 << UInt64(i) }
