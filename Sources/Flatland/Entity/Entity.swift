@@ -69,7 +69,12 @@ public struct EntityIndex<E: Entity>: Sendable {
     public init<Value: Hashable & Sendable>(_ name: String, _ keyPath: KeyPath<E, Value> & Sendable) {
         self.name = name
         self.keyPath = keyPath
-        value = { record in IndexValue(record.assumingMemoryBound(to: E.self).pointee[keyPath: keyPath]) }
+        if let offset = MemoryLayout<E>.offset(of: keyPath) {
+            // A stored property: read in place (see ``Field``).
+            value = { record in IndexValue((record + offset).assumingMemoryBound(to: Value.self).pointee) }
+        } else {
+            value = { record in IndexValue(record.assumingMemoryBound(to: E.self).pointee[keyPath: keyPath]) }
+        }
     }
 }
 

@@ -254,8 +254,9 @@ public struct StoreSnapshot: StoreReader, Sendable {
 
 /// A value of an indexed property. The values come from `Hashable & Sendable` properties only.
 ///
-/// Strings, the common case (an email, a handle), are kept as themselves: hashing and comparing
-/// them through `AnyHashable` costs several times as much.
+/// Strings, the common case (an email, a handle), are kept as themselves, also when the property
+/// is an optional string: hashing and comparing them through `AnyHashable` costs several times
+/// as much.
 @usableFromInline
 struct IndexValue: Hashable, @unchecked Sendable {
     private enum Storage: Hashable {
@@ -270,6 +271,9 @@ struct IndexValue: Hashable, @unchecked Sendable {
     init<V: Hashable & Sendable>(_ value: V) {
         if V.self == String.self {
             storage = .string(unsafeBitCast(value, to: String.self))
+        } else if V.self == String?.self, let string = unsafeBitCast(value, to: String?.self) {
+            // An optional string property (an email, say) that holds one: the same fast case.
+            storage = .string(string)
         } else {
             storage = .other(AnyHashable(value))
         }
