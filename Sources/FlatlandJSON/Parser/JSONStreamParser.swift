@@ -371,22 +371,32 @@ public final class JSONStreamParser {
         lastEventEnd = finishing ? chunkStart : chunkStart &+ Int(yajl_get_bytes_consumed(yajl))
     }
 
-    @inline(__always)
+    @inline(never)
     fileprivate func failEvent(_ error: any Error) -> Int32 {
         handlerError = error
         return 0
     }
 
+    // The callbacks are inlined into libyajl's C entry points, and keep only the common case
+    // there (no repair, no error), so that each event costs one call into the handler.
+
+    @inline(__always)
     fileprivate func onString(_ pointer: UnsafePointer<UInt8>?, _ count: Int, isKey: Bool) -> Int32 {
         noteEvent()
         let buffer = UnsafeRawBufferPointer(start: pointer, count: count)
-        if options.replaceInvalidUTF8, !UTF8Validation.isValid(buffer) {
-            repairBuffer = Array(String(decoding: buffer, as: UTF8.self).utf8)
-            return repairBuffer.withUnsafeBytes { repaired in
-                deliverString(JSONBytes(unsafeBuffer: repaired), isKey: isKey)
-            }
-        }
+        if options.replaceInvalidUTF8 { return onStringToRepair(buffer, isKey: isKey) }
         return deliverString(JSONBytes(unsafeBuffer: buffer), isKey: isKey)
+    }
+
+    @inline(never)
+    private func onStringToRepair(_ buffer: UnsafeRawBufferPointer, isKey: Bool) -> Int32 {
+        guard !UTF8Validation.isValid(buffer) else {
+            return deliverString(JSONBytes(unsafeBuffer: buffer), isKey: isKey)
+        }
+        repairBuffer = Array(String(decoding: buffer, as: UTF8.self).utf8)
+        return repairBuffer.withUnsafeBytes { repaired in
+            deliverString(JSONBytes(unsafeBuffer: repaired), isKey: isKey)
+        }
     }
 
     @inline(__always)
@@ -399,6 +409,7 @@ public final class JSONStreamParser {
         }
     }
 
+    @inline(__always)
     fileprivate func onNumber(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         noteEvent()
         do {
@@ -409,6 +420,7 @@ public final class JSONStreamParser {
         }
     }
 
+    @inline(__always)
     fileprivate func onEvent(_ kind: UInt8) -> Int32 {
         noteEvent()
         do {
