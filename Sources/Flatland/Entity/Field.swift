@@ -18,7 +18,9 @@ public struct Field<Root>: Sendable {
     /// Declares that JSON key `key` fills the property at `keyPath`.
     ///
     /// The accessors are made here, in the module that declares the entity, so they are
-    /// compiled for the concrete property type rather than through generic witnesses.
+    /// compiled for the concrete property type rather than through generic witnesses. A stored
+    /// property is written in place at its offset in the record; any other writable key path (a
+    /// computed property with a setter, say) works too, through the key path.
     @inlinable
     public init<Value: FieldValue>(_ key: String, _ keyPath: WritableKeyPath<Root, Value> & Sendable) {
         self.key = key
