@@ -1,7 +1,5 @@
 #include "flatland_simd.h"
 
-
-
 /// The classification of one block, written once for every vector width: `VEC` is a vector of
 /// `WIDTH` unsigned bytes (a compiler vector extension, so `==` and `|` work lane by lane) and
 /// `MOVEMASK(v)` turns a comparison result (all ones or all zeros per lane) into one bit per lane.

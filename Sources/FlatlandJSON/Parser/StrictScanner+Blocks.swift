@@ -93,6 +93,7 @@ extension StrictScanner {
         // continuation bytes in strings are exactly those of such sequences.
         let continuation = m.continuation & content
         var straddling = -1
+        var straddlingLength = 0
         if validateUTF8, (m.non_ascii & content) | carried != 0 {
             var expected = carried
             var leads = m.non_ascii & content & ~m.continuation
@@ -102,7 +103,10 @@ extension StrictScanner {
                 let length = UTF8Validation.sequenceLength(base, at: b &+ k, before: n)
                 if length == 0 { return false }
                 expected |= ((1 << UInt64(length &- 1)) &- 1) << UInt64(k &+ 1)
-                if k &+ length > 64 { straddling = k }
+                if k &+ length > 64 {
+                    straddling = k
+                    straddlingLength = length
+                }
             }
             if continuation != expected { return false }
         }
@@ -188,12 +192,12 @@ extension StrictScanner {
         numberRun = runAfter
         if straddling >= 0 {
             // A sequence goes on into the next block: leave the states where they would be.
-            let lead = p[straddling]
-            let length = UTF8Validation.sequenceLength(base, at: b &+ straddling, before: n)
-            utf8Need = straddling &+ length &- 64
+            utf8Need = straddling &+ straddlingLength &- 64
             let column = blockStart &+ straddling &- lines.lineStart &- (lines.extra &- (63 &- straddling)) &+ 1
             utf8Lead = JSONLocation(offset: blockStart &+ straddling, line: lines.line, column: column)
-            (utf8Lo, utf8Hi) = straddling == 63 ? Self.secondByteRange(lead) : (0x80, 0xBF)
+            // Next comes the lead's second byte, with its own range, or a plain continuation.
+            let second = UTF8Validation.lead(p[straddling])
+            (utf8Lo, utf8Hi) = straddling == 63 ? (second.lo, second.hi) : (0x80, 0xBF)
             mode = .utf8
         } else {
             mode = endsInString ? .string : .value
@@ -207,31 +211,13 @@ extension StrictScanner {
         c == UInt8(ascii: "{") || (c == UInt8(ascii: ",") && inObject)
     }
 
-    /// The range of the second byte of a well-formed sequence that begins with `lead`.
-    static func secondByteRange(_ lead: UInt8) -> (UInt8, UInt8) {
-        switch lead {
-        case 0xE0: (0xA0, 0xBF)
-        case 0xED: (0x80, 0x9F)
-        case 0xF0: (0x90, 0xBF)
-        case 0xF4: (0x80, 0x8F)
-        default: (0x80, 0xBF)
-        }
-    }
-
     /// The value of the four hex digits at `p`, or nil when one is not a hex digit.
     @inline(__always)
     static func hexValue(_ p: UnsafePointer<UInt8>) -> UInt32? {
         var value: UInt32 = 0
         for k in 0..<4 {
-            let c = p[k]
-            let digit: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c &- 48
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c &- 87
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c &- 55
-            default: return nil
-            }
-            value = value << 4 | UInt32(digit)
+            guard let digit = hexDigit(p[k]) else { return nil }
+            value = value << 4 | digit
         }
         return value
     }

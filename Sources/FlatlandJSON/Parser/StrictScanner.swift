@@ -431,17 +431,13 @@ struct StrictScanner {
     /// A byte of string content that is not ASCII: the start of a UTF-8 sequence.
     mutating func utf8Lead(_ b: UInt8, start: Int, index i: Int) -> Failure? {
         utf8Lead = lines.location(at: start + i)
-        switch b {
-        case 0xC2...0xDF: utf8Need = 1; utf8Lo = 0x80; utf8Hi = 0xBF
-        case 0xE0: utf8Need = 2; utf8Lo = 0xA0; utf8Hi = 0xBF
-        case 0xE1...0xEC, 0xEE, 0xEF: utf8Need = 2; utf8Lo = 0x80; utf8Hi = 0xBF
-        case 0xED: utf8Need = 2; utf8Lo = 0x80; utf8Hi = 0x9F
-        case 0xF0: utf8Need = 3; utf8Lo = 0x90; utf8Hi = 0xBF
-        case 0xF1...0xF3: utf8Need = 3; utf8Lo = 0x80; utf8Hi = 0xBF
-        case 0xF4: utf8Need = 3; utf8Lo = 0x80; utf8Hi = 0x8F
-        default:
+        let lead = UTF8Validation.lead(b)
+        guard lead.length > 0 else {
             return fail(.invalidUTF8, invalidUTF8Message(b), at: utf8Lead, detectedAt: i)
         }
+        utf8Need = lead.length - 1
+        utf8Lo = lead.lo
+        utf8Hi = lead.hi
         mode = .utf8
         return nil
     }
@@ -490,12 +486,7 @@ struct StrictScanner {
                 mode = .string  // libyajl checks the other escapes
             }
         case .unicode:
-            let v: UInt32
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = UInt32(b - 48)
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = UInt32(b - 87)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = UInt32(b - 55)
-            default:
+            guard let v = Self.hexDigit(b) else {
                 mode = .string  // libyajl reports the bad hex digit
                 hexCountPaired = false
                 return nil
@@ -557,6 +548,17 @@ struct StrictScanner {
         fail(
             .invalidUTF8, "\\u\(hex4(pendingHighValue)) is a high surrogate without a low surrogate after it",
             at: pendingHigh, detectedAt: i)
+    }
+
+    /// The value of one hex digit, or nil.
+    @inline(__always)
+    static func hexDigit(_ c: UInt8) -> UInt32? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(c &- 48)
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(c &- 87)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(c &- 55)
+        default: nil
+        }
     }
 
     func hex4(_ v: UInt32) -> String { hex(UInt8(v >> 8)) + hex(UInt8(v & 0xFF)) }

@@ -21,25 +21,30 @@ enum UTF8Validation {
         return true
     }
 
+    /// What a lead byte promises: the length (2 to 4) of its sequence and the range of the byte
+    /// after it (narrower than 0x80...0xBF after E0, ED, F0 and F4, which would otherwise begin
+    /// overlongs, surrogates or code points above U+10FFFF); length 0 for a byte that never leads.
+    @inline(__always)
+    static func lead(_ b: UInt8) -> (length: Int, lo: UInt8, hi: UInt8) {
+        switch b {
+        case 0xC2...0xDF: (2, 0x80, 0xBF)
+        case 0xE0: (3, 0xA0, 0xBF)
+        case 0xE1...0xEC, 0xEE, 0xEF: (3, 0x80, 0xBF)
+        case 0xED: (3, 0x80, 0x9F)
+        case 0xF0: (4, 0x90, 0xBF)
+        case 0xF1...0xF3: (4, 0x80, 0xBF)
+        case 0xF4: (4, 0x80, 0x8F)
+        default: (0, 0, 0)
+        }
+    }
+
     /// The length (2 to 4) of the well-formed UTF-8 sequence that starts with the non-ASCII byte
     /// at `i`, if all of it lies before `stop`; 0 when it is not well-formed (overlong, surrogate,
     /// above U+10FFFF, truncated) or not wholly there yet.
     @inline(__always)
     static func sequenceLength(_ base: UnsafePointer<UInt8>, at i: Int, before stop: Int) -> Int {
-        var lo: UInt8 = 0x80
-        var hi: UInt8 = 0xBF
-        let length: Int
-        switch base[i] {
-        case 0xC2...0xDF: length = 2
-        case 0xE0: length = 3; lo = 0xA0
-        case 0xE1...0xEC, 0xEE, 0xEF: length = 3
-        case 0xED: length = 3; hi = 0x9F
-        case 0xF0: length = 4; lo = 0x90
-        case 0xF1...0xF3: length = 4
-        case 0xF4: length = 4; hi = 0x8F
-        default: return 0
-        }
-        guard i &+ length <= stop else { return 0 }
+        let (length, lo, hi) = lead(base[i])
+        guard length > 0, i &+ length <= stop else { return 0 }
         let c1 = base[i &+ 1]
         guard c1 >= lo, c1 <= hi else { return 0 }
         if length > 2, base[i &+ 2] & 0xC0 != 0x80 { return 0 }
