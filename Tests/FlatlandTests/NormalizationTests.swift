@@ -33,6 +33,32 @@ struct NormalizationTests {
         #expect(Set(result.changes.inserted) == ["s-1", "u-1", "u-2", "u-3", "d-1", "d-3", "d-9"])
     }
 
+    /// A parent's id field holds the nested entity's own id string, not a second copy of its
+    /// bytes: whether it is a field's single value or an element of a recorded array.
+    @Test func idFieldsShareTheNestedEntitysIDString() throws {
+        let store = Store(registry: try seedRegistry())
+        let user = "u-" + String(repeating: "U", count: 30)
+        let devices = ["d-" + String(repeating: "A", count: 30), "d-" + String(repeating: "B", count: 30)]
+        try store.ingest(
+            bytes(
+                """
+                {"uuid":"s-1","user":{"uuid":"\(user)","devices":[{"uuid":"\(devices[0])"},"\(devices[1])"]}}
+                """))
+        func storage(_ string: String) -> UnsafeRawPointer? {
+            var string = string
+            return string.withUTF8 { UnsafeRawPointer($0.baseAddress) }
+        }
+        let session = try #require(store.entity(EntityID<Session>("s-1")))
+        let stored = try #require(store.entity(EntityID<User>(user)))
+        #expect(session.user == stored.id)
+        #expect(storage(try #require(session.user).rawValue) == storage(stored.id.rawValue))
+        let device = try #require(store.entity(EntityID<Device>(devices[0])))
+        #expect(stored.devices == [device.id, EntityID(devices[1])])
+        #expect(storage(stored.devices[0].rawValue) == storage(device.id.rawValue))
+        // A plain id string is decoded from its bytes: nothing to share.
+        #expect(stored.devices[1].rawValue == devices[1])
+    }
+
     @Test(arguments: StoreBackend.allCases) func entitiesUnderUnknownKeysOfTypedEntitiesAreStored(backend: StoreBackend)
         throws
     {

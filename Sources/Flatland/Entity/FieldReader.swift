@@ -58,12 +58,28 @@ public struct FieldError: Error, Hashable, CustomStringConvertible {
 public struct FieldReader {
     let tokens: UnsafeBufferPointer<TapeToken>
     let storage: UnsafeRawBufferPointer
+    /// The id strings that reference tokens point at.
+    let references: UnsafeBufferPointer<String>
     var index: Int
 
-    init(tokens: UnsafeBufferPointer<TapeToken>, storage: UnsafeRawBufferPointer) {
+    init(
+        tokens: UnsafeBufferPointer<TapeToken>, storage: UnsafeRawBufferPointer,
+        references: UnsafeBufferPointer<String> = UnsafeBufferPointer(start: nil, count: 0)
+    ) {
         self.tokens = tokens
         self.storage = storage
+        self.references = references
         self.index = 0
+    }
+
+    /// The stored entity's id string, when the token just read is a reference: an id field
+    /// shares it instead of making a copy of its bytes.
+    @usableFromInline
+    func referenceOfLastToken() -> String? {
+        guard index > 0 else { return nil }
+        let r = Int(tokens[index - 1].reference)
+        guard tokens[index - 1].kind == .reference, r >= 0, r < references.count else { return nil }
+        return references[r]
     }
 
     /// Whether every token has been read.

@@ -225,6 +225,8 @@ extension EntityID: FieldValue {
         else {
             throw FieldError("expected \(E.prefix)- id, found \"\(t.bytes.string)\"")
         }
+        // A nested entity's id: the same string as the stored record's, shared.
+        if t.kind == .reference, let id = reader.referenceOfLastToken() { return EntityID(id) }
         return EntityID(t.bytes.string)
     }
     public func encode(to writer: inout JSONWriter) { writer.string(rawValue) }

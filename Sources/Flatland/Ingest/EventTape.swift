@@ -5,6 +5,9 @@ struct TapeToken {
     var kind: FieldToken.Kind
     var start: Int32
     var length: Int32
+    /// References: where the stored entity's id string is in the tape's `references` (-1 none),
+    /// so the field that refers to it shares that string instead of making another.
+    var reference: Int32 = -1
 }
 
 /// A reusable recording of parser events, so a value can be read again once it is complete
@@ -13,13 +16,16 @@ struct TapeToken {
 struct EventTape {
     private(set) var tokens: [TapeToken] = []
     private(set) var storage: [UInt8] = []
+    /// The id strings of the recorded references, in order.
+    private(set) var references: [String] = []
 
     struct Mark {
         var tokens: Int
         var bytes: Int
+        var references = 0
     }
 
-    var mark: Mark { Mark(tokens: tokens.count, bytes: storage.count) }
+    var mark: Mark { Mark(tokens: tokens.count, bytes: storage.count, references: references.count) }
 
     init() {
         tokens.reserveCapacity(256)
@@ -43,14 +49,23 @@ struct EventTape {
         s.withUTF8 { append(kind, UnsafeRawBufferPointer($0)) }
     }
 
+    /// Records a reference to a stored entity: its id's bytes, and the id string itself.
+    mutating func appendReference(_ id: String) {
+        append(.reference, id)
+        tokens[tokens.count - 1].reference = Int32(truncatingIfNeeded: references.count)
+        references.append(id)
+    }
+
     mutating func truncate(to mark: Mark) {
         tokens.removeSubrange(mark.tokens...)
         storage.removeSubrange(mark.bytes...)
+        if references.count > mark.references { references.removeSubrange(mark.references...) }
     }
 
     mutating func removeAll() {
         tokens.removeAll(keepingCapacity: true)
         storage.removeAll(keepingCapacity: true)
+        references.removeAll(keepingCapacity: true)
     }
 
     /// Reads the tokens from `mark` to the end.
@@ -64,8 +79,11 @@ struct EventTape {
     {
         let result: Result<R, E> = tokens.withUnsafeBufferPointer { t in
             storage.withUnsafeBytes { s in
-                var reader = FieldReader(tokens: UnsafeBufferPointer(rebasing: t[mark.tokens..<end]), storage: s)
-                do throws(E) { return .success(try body(&reader)) } catch { return .failure(error) }
+                references.withUnsafeBufferPointer { r in
+                    var reader = FieldReader(
+                        tokens: UnsafeBufferPointer(rebasing: t[mark.tokens..<end]), storage: s, references: r)
+                    do throws(E) { return .success(try body(&reader)) } catch { return .failure(error) }
+                }
             }
         }
         return try result.get()

@@ -661,7 +661,7 @@ public final class Ingestor: JSONEventHandler {
     /// A child frame ended; `id` is set when it was an entity.
     private func childEnded(_ frame: Frame, id: String?, listed: Bool = true) throws {
         guard let p = frames.lastIndex else { return }
-        if frames[p].records, let id, frames[p].kind != .entity { tape.append(.reference, id) }
+        if frames[p].records, let id, frames[p].kind != .entity { tape.appendReference(id) }
         switch frame.role {
         case .member:
             if frames[p].kind == .array { frames[p].index += 1 }
@@ -672,8 +672,7 @@ public final class Ingestor: JSONEventHandler {
         case .field:
             guard frames[p].kind == .entity else { break }
             if let id {
-                var id = id
-                try id.withUTF8 { utf8 in try deliverScalar(.reference, UnsafeRawBufferPointer(utf8), to: p) }
+                try deliverReference(id, to: p)
             } else {
                 try fieldValueEnded(frame, entity: p)
             }
@@ -702,6 +701,22 @@ public final class Ingestor: JSONEventHandler {
         scalarToken.pointee = TapeToken(kind: kind, start: 0, length: Int32(truncatingIfNeeded: bytes.count))
         var reader = FieldReader(tokens: UnsafeBufferPointer(start: scalarToken, count: 1), storage: bytes)
         try deliver(&reader, to: e)
+    }
+
+    /// Decodes a nested entity's id into the current field of entity frame `e`: an id field
+    /// shares the string.
+    private func deliverReference(_ id: String, to e: Int) throws {
+        var text = id
+        try withUnsafePointer(to: id) { shared in
+            try text.withUTF8 { utf8 in
+                scalarToken.pointee = TapeToken(
+                    kind: .reference, start: 0, length: Int32(truncatingIfNeeded: utf8.count), reference: 0)
+                var reader = FieldReader(
+                    tokens: UnsafeBufferPointer(start: scalarToken, count: 1), storage: UnsafeRawBufferPointer(utf8),
+                    references: UnsafeBufferPointer(start: shared, count: 1))
+                try deliver(&reader, to: e)
+            }
+        }
     }
 
     /// Decodes the current field of entity frame `e` from `reader`.
