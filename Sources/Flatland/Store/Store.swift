@@ -232,27 +232,36 @@ public final class Store: StoreReader, @unchecked Sendable {
             items: batch.taskItems, total: batch.taskItems.count)
 
         try lock.withLock { () throws -> Void in
-            // Work out every new record first, without touching the contents...
-            written.reserveCapacity(batch.order.count)
+            // An in-memory store cannot fail to take the records: each is put in place as soon as
+            // it is worked out, in one pass over the batch while its box is in cache. Otherwise
+            // every new record is worked out first, without touching the contents...
+            let inPlace = persistence == nil && contents.backing == nil
+            let keepWritten = !inPlace || hooks.afterStore != nil
+            if keepWritten { written.reserveCapacity(batch.order.count) }
+            if inPlace { contents.records.reserveCapacity(contents.records.count + batch.order.count) }
             changes.inserted.reserveCapacity(batch.order.count)
+            func write(_ box: EntityBox, replacing old: EntityBox?) {
+                if keepWritten { written.append((box, old)) }
+                if inPlace { contents.put(box, replacing: old) }
+            }
             // A lazy store loads the batch's stored records in one go.
             let loaded = contents.backing?.boxes(ids: batch.order.map(\.id))
             for draft in batch.order {
                 guard let old = loaded.map({ $0[draft.id] }) ?? contents.records[draft.key] else {
                     // A new record: the draft itself becomes the stored box.
                     changes.inserted.append(draft.id)
-                    written.append((draft, nil))
+                    write(draft, replacing: nil)
                     continue
                 }
                 if let incoming = draft.dataVersion, let stored = old.dataVersion, incoming <= stored { continue }
                 let (box, changed) = old.merged(with: draft)
                 if !changed.isEmpty {
                     changes.updated.append(ChangeSet.Update(id: draft.id, fields: changed))
-                    written.append((box, old))
+                    write(box, replacing: old)
                 } else if box.dataVersion != old.dataVersion {
                     // Same fields at a newer version: keep the version, or a later response at
                     // the old version would be applied over it.
-                    written.append((box, old))
+                    write(box, replacing: old)
                 }
             }
             collections.append(taskCollection)
@@ -270,10 +279,7 @@ public final class Store: StoreReader, @unchecked Sendable {
                 let skipped = written.count - capacity
                 for entry in written.prefix(skipped) { backing.cache?.remove(entry.box.id) }
                 for entry in written.dropFirst(skipped) { backing.cache?.put(entry.box) }
-            } else {
-                if contents.backing == nil {
-                    contents.records.reserveCapacity(contents.records.count + changes.inserted.count)
-                }
+            } else if !inPlace {
                 for entry in written { contents.put(entry.box, replacing: entry.old) }
             }
             for collection in collections { contents.putCollection(collection) }
