@@ -72,6 +72,37 @@ struct StoreAPITests {
         #expect(store.snapshot().entities(where: \User.email, equals: "a@x").count == 1)
     }
 
+    /// The first response into an empty in-memory store becomes its records wholesale; what
+    /// follows must behave exactly as it does for a store that already held records.
+    @Test(arguments: StoreBackend.allCases) func firstResponseIntoAnEmptyStoreAndAfter(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
+        let ingestor = store.makeIngestor(endpoint: "/users")
+        try ingestor.feed(
+            bytes(
+                #"[{"uuid":"u-2","email":"a@x","devices":[{"uuid":"d-1","name":"n"}]},{"uuid":"u-1","email":"b@x"},"#
+                    + #"{"uuid":"u-2","firstname":"Again"}]"#))
+        let first = try ingestor.finish()
+        #expect(first.changes.inserted == ["d-1", "u-2", "u-1"])
+        let before = store.snapshot()
+        #expect(store.ids(prefix: "u") == ["u-1", "u-2"])
+        #expect(store.entity(EntityID<User>("u-2"))?.firstname == "Again")
+        #expect(store.entity(EntityID<User>("u-2"))?.devices == [EntityID("d-1")])
+        #expect(store.entities(where: \User.email, equals: "a@x").map(\.id.rawValue) == ["u-2"])
+
+        let second = try store.ingest(bytes(#"[{"uuid":"u-2","email":"c@x"},{"uuid":"u-3"}]"#))
+        #expect(second.changes.inserted == ["u-3"])
+        #expect(second.changes.updated == [ChangeSet.Update(id: "u-2", fields: ["email"])])
+        #expect(store.ids(prefix: "u") == ["u-1", "u-2", "u-3"])
+        #expect(store.count(prefix: "d") == 1)
+        #expect(store.entities(where: \User.email, equals: "a@x").isEmpty)
+        #expect(store.entities(where: \User.email, equals: "c@x").map(\.id.rawValue) == ["u-2"])
+        #expect(store.entity(EntityID<User>("u-2"))?.firstname == "Again")
+        // The snapshot taken in between still sees the first response only.
+        #expect(before.ids(prefix: "u") == ["u-1", "u-2"])
+        #expect(before.entity(EntityID<User>("u-2"))?.email == "a@x")
+        #expect(before.entities(where: \User.email, equals: "a@x").map(\.id.rawValue) == ["u-2"])
+    }
+
     @Test(arguments: StoreBackend.allCases) func twoStoresNeverShareData(backend: StoreBackend) throws {
         let a = try backend.store(registry: try seedRegistry())
         let b = try backend.store(registry: try seedRegistry())

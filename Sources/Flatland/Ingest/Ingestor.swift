@@ -165,7 +165,9 @@ public final class Ingestor: JSONEventHandler {
         do throws(JSONError) { try parser.finish() } catch { throw fail(error) }
         finished = true
         do {
-            var result = try store.apply(batch, taskID: taskID, endpoint: endpoint)
+            // The batch is handed over: an empty store may take its drafts as its records.
+            defer { batch = PendingBatch() }
+            var result = try store.apply(&batch, taskID: taskID, endpoint: endpoint)
             result.skipped = skipped
             result.bytes = parser.bytesConsumed
             return result

@@ -1,10 +1,24 @@
 /// The changes one response makes, gathered while it streams and applied at its end, all at
 /// once or not at all.
 struct PendingBatch {
-    /// One draft per id, the drafts of later objects folded in.
+    /// One draft per id, the drafts of later objects folded in. It owns the drafts: an empty
+    /// in-memory store takes this dictionary over as its records.
     var drafts: [RecordKey: EntityBox] = [:]
-    /// The drafts in the order their first object ended.
-    var order: [EntityBox] = []
+    /// The drafts in the order their first object ended, unretained (`drafts` keeps them), so
+    /// that dropping the batch does not visit every draft once more.
+    private(set) var order: [Unmanaged<EntityBox>] = []
+
+    /// Adds a draft for an id the batch does not hold yet.
+    mutating func insert(_ draft: EntityBox) {
+        drafts[draft.key] = draft
+        order.append(.passUnretained(draft))
+    }
+
+    /// Calls `body` with each draft, in order.
+    @inline(__always)
+    func forEachDraft(_ body: (EntityBox) throws -> Void) rethrows {
+        for draft in order { try draft._withUnsafeGuaranteedRef { try body($0) } }
+    }
     /// Top-level entities, in document order, each once.
     var taskItems: [String] = []
     var taskItemSet: Set<RecordKey> = []
@@ -28,7 +42,7 @@ struct PendingBatch {
             drafts[draft.key] = previous
             previous.absorb(draft)
         } else {
-            order.append(draft)
+            order.append(.passUnretained(draft))
         }
     }
 
@@ -47,8 +61,7 @@ struct PendingBatch {
         if let incoming = draft.dataVersion, let stored = draft.storedVersion(storeVersion), incoming <= stored {
             return false
         }
-        drafts[draft.key] = draft
-        order.append(draft)
+        insert(draft)
         return true
     }
 }

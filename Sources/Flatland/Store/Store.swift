@@ -123,9 +123,8 @@ public final class Store: StoreReader, @unchecked Sendable {
         for i in type.fields.indices { present.insert(i) }
         let box = TypedBox(value: entity, present: present, dataVersion: nil, type: type)
         var batch = PendingBatch()
-        batch.drafts[box.key] = box
-        batch.order.append(box)
-        return try apply(batch, taskID: nil, endpoint: nil).changes
+        batch.insert(box)
+        return try apply(&batch, taskID: nil, endpoint: nil).changes
     }
 
     /// Removes records by id.
@@ -219,9 +218,9 @@ public final class Store: StoreReader, @unchecked Sendable {
     func currentVersion(of id: String) -> Double? { lock.withLock { contents.box(id)?.dataVersion } }
 
     /// Applies a batch atomically: every record and collection, or (if persistence fails) none.
-    func apply(_ batch: PendingBatch, taskID: String?, endpoint: String?) throws -> IngestResult {
+    func apply(_ batch: inout PendingBatch, taskID: String?, endpoint: String?) throws -> IngestResult {
         if let before = hooks.beforeStore {
-            for draft in batch.order { before(IncomingEntity(draft: draft)) }
+            batch.forEachDraft { before(IncomingEntity(draft: $0)) }
         }
         var changes = ChangeSet()
         var written: [(box: EntityBox, old: EntityBox?)] = []
@@ -237,23 +236,31 @@ public final class Store: StoreReader, @unchecked Sendable {
             // every new record is worked out first, without touching the contents...
             let inPlace = persistence == nil && contents.backing == nil
             let keepWritten = !inPlace || hooks.afterStore != nil
+            // An empty in-memory store takes the batch's drafts as its records (every draft is a
+            // new record), instead of inserting them one by one into a second table.
+            let adopted = inPlace && contents.records.isEmpty
+            if adopted {
+                contents.records = batch.drafts
+                batch.drafts = [:]
+            } else if inPlace {
+                contents.records.reserveCapacity(contents.records.count + batch.order.count)
+            }
             if keepWritten { written.reserveCapacity(batch.order.count) }
-            if inPlace { contents.records.reserveCapacity(contents.records.count + batch.order.count) }
             changes.inserted.reserveCapacity(batch.order.count)
             func write(_ box: EntityBox, replacing old: EntityBox?) {
                 if keepWritten { written.append((box, old)) }
-                if inPlace { contents.put(box, replacing: old) }
+                if inPlace { contents.put(box, replacing: old, alreadyStored: adopted) }
             }
             // A lazy store loads the batch's stored records in one go.
-            let loaded = contents.backing?.boxes(ids: batch.order.map(\.id))
-            for draft in batch.order {
-                guard let old = loaded.map({ $0[draft.id] }) ?? contents.records[draft.key] else {
+            let loaded = contents.backing?.boxes(ids: batch.order.map { $0._withUnsafeGuaranteedRef(\.id) })
+            batch.forEachDraft { draft in
+                guard let old = adopted ? nil : loaded.map({ $0[draft.id] }) ?? contents.records[draft.key] else {
                     // A new record: the draft itself becomes the stored box.
                     changes.inserted.append(draft.id)
                     write(draft, replacing: nil)
-                    continue
+                    return
                 }
-                if let incoming = draft.dataVersion, let stored = old.dataVersion, incoming <= stored { continue }
+                if let incoming = draft.dataVersion, let stored = old.dataVersion, incoming <= stored { return }
                 let (box, changed) = old.merged(with: draft)
                 if !changed.isEmpty {
                     changes.updated.append(ChangeSet.Update(id: draft.id, fields: changed))
