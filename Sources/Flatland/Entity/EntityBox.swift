@@ -8,8 +8,6 @@ class EntityBox: @unchecked Sendable {
     final var id: String { key.id }
     /// The registered type, for typed boxes.
     final let type: EntityType?
-    /// Typed boxes: the record's value, where the type's field decoders write.
-    final let storage: UnsafeMutableRawPointer?
     /// Typed boxes: which declared fields (by index) are present.
     var present = FieldSet()
     var dataVersion: Double?
@@ -27,11 +25,10 @@ class EntityBox: @unchecked Sendable {
         return version
     }
 
-    init(key: RecordKey, classVersion: Int, type: EntityType?, storage: UnsafeMutableRawPointer?) {
+    init(key: RecordKey, classVersion: Int, type: EntityType?) {
         self.key = key
         self.classVersion = classVersion
         self.type = type
-        self.storage = storage
     }
 
     var prefix: String { fatalError("abstract") }
@@ -44,9 +41,16 @@ class EntityBox: @unchecked Sendable {
     /// runs here, only the field's own decoder, compiled for its property.
     @inline(__always)
     final func decode(field index: Int, from reader: inout FieldReader) throws(FieldError) {
-        guard let type, let storage else { return }
-        try type.rawDecoders[index](&reader, storage)
+        guard let type else { return }
+        try type.rawDecoders[index](&reader, valueStorage(type: type))
         present.insert(index)
+    }
+
+    /// Typed boxes: the address of the record's value, inside this box (`type` is the box's
+    /// type). Valid while the box lives; it is never moved.
+    @inline(__always)
+    final func valueStorage(type: EntityType) -> UnsafeMutableRawPointer {
+        UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + type.valueOffset
     }
     /// Sets a member (untyped boxes).
     func set(member key: String, value: JSONValue) {}
@@ -59,30 +63,30 @@ class EntityBox: @unchecked Sendable {
 }
 
 final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
-    /// The record, allocated once with the box: field decoders write into it in place.
-    private let slot: UnsafeMutablePointer<E>
-    var value: E { slot.pointee }
+    /// The record, in the box's own allocation: field decoders write into it in place. A draft
+    /// is written by one ingest at a time and a stored box never again, so no access to it can
+    /// overlap another.
+    @exclusivity(unchecked) private(set) var value: E
     var entityType: TypedEntityType<E> { unsafeDowncast(type.unsafelyUnwrapped, to: TypedEntityType<E>.self) }
 
     required init(key: RecordKey, type: TypedEntityType<E>) {
-        slot = .allocate(capacity: 1)
-        slot.initialize(to: E(id: EntityID(key.id)))
-        super.init(key: key, classVersion: E.classVersion, type: type, storage: UnsafeMutableRawPointer(slot))
+        value = E(id: EntityID(key.id))
+        super.init(key: key, classVersion: E.classVersion, type: type)
     }
 
     init(value: E, present: FieldSet, dataVersion: Double?, type: TypedEntityType<E>) {
-        slot = .allocate(capacity: 1)
-        slot.initialize(to: value)
-        super.init(
-            key: RecordKey(value.id.rawValue), classVersion: E.classVersion, type: type,
-            storage: UnsafeMutableRawPointer(slot))
+        self.value = value
+        super.init(key: RecordKey(value.id.rawValue), classVersion: E.classVersion, type: type)
         self.present = present
         self.dataVersion = dataVersion
     }
 
-    deinit {
-        slot.deinitialize(count: 1)
-        slot.deallocate()
+    /// Where `value` sits from the start of the box: the same for every box of this class,
+    /// measured once by the entity's type (``EntityBox/valueStorage(type:)``).
+    var valueOffset: Int {
+        withUnsafeMutablePointer(to: &value) {
+            UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()).distance(to: UnsafeRawPointer($0))
+        }
     }
 
     override var prefix: String { E.prefix }
@@ -92,7 +96,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     override func absorb(_ other: EntityBox) {
         guard let other = other as? TypedBox<E> else { return }
         let fields = entityType.fields
-        for i in other.present.indexes { fields[i].copy(other.slot.pointee, &slot.pointee) }
+        for i in other.present.indexes { fields[i].copy(other.value, &value) }
         present.formUnion(other.present)
         if let v = other.dataVersion { dataVersion = v }
     }
@@ -130,7 +134,7 @@ final class UntypedBox: EntityBox, @unchecked Sendable {
 
     init(key: RecordKey, prefix: String) {
         entityPrefix = prefix
-        super.init(key: key, classVersion: 1, type: nil, storage: nil)
+        super.init(key: key, classVersion: 1, type: nil)
     }
 
     override var prefix: String { entityPrefix }

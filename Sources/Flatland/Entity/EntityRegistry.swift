@@ -93,6 +93,9 @@ class EntityType: @unchecked Sendable {
     var hasIndexes: Bool { !indexKeys.isEmpty }
     /// The entity's Swift type: the layout of a typed box's storage.
     let recordType: Any.Type
+    /// Where a box of this type keeps the record's value, from the start of the box (typed
+    /// types; set once, when the type is made).
+    fileprivate(set) var valueOffset = 0
 
     init(
         prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int,
@@ -176,7 +179,8 @@ class EntityType: @unchecked Sendable {
     /// Calls `body` with each secondary index entry of a record of this type: the index's store
     /// key and the value.
     final func forEachIndexEntry(of box: EntityBox, _ body: (String, IndexValue) -> Void) {
-        guard let storage = box.storage, let boxType = box.type, boxType.recordType == recordType else { return }
+        guard let boxType = box.type, boxType.recordType == recordType else { return }
+        let storage = UnsafeRawPointer(box.valueStorage(type: boxType))
         for i in indexKeys.indices { body(indexKeys[i], indexValues[i](storage)) }
     }
 }
@@ -193,6 +197,7 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
             prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
             classVersion: E.classVersion, recordType: E.self, rawDecoders: E.fields.map { $0.accessor.rawDecode },
             indexKeys: E.indexes.map { "\(E.prefix).\($0.name)" }, indexValues: E.indexes.map(\.value))
+        valueOffset = TypedBox<E>(key: RecordKey(E.prefix + "-"), type: self).valueOffset
     }
 
     override func makeDraft(key: RecordKey) -> EntityBox { boxClass.init(key: key, type: self) }
