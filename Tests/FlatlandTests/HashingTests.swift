@@ -23,6 +23,31 @@ import Testing
         #expect(RecordKey("u-7")._rawHashValue(seed: 1) != RecordKey("u-7")._rawHashValue(seed: 2))
     }
 
+    @Test func idHashesSpreadOverEveryByteAndLength() {
+        // Every length up to past several words, and ids that differ in one byte anywhere: a
+        // 64-bit hash that reads every byte gives each its own value.
+        var ids: [String] = (0...40).map { String(repeating: "a", count: $0) }
+        let base = Array("u-kglDkl0voisKeZC16A5hOxjNlN4JTtka".utf8)
+        for position in base.indices {
+            var bytes = base
+            bytes[position] ^= 1
+            ids.append(String(decoding: bytes, as: UTF8.self))
+        }
+        ids.append(String(decoding: base, as: UTF8.self))
+        ids += (0..<20_000).map { "d-\($0)" }
+        #expect(Set(ids.map { RecordKey($0).hash }).count == ids.count)
+        #expect(RecordKey("u-1").hash == RecordKey(String("xu-1".dropFirst())).hash)
+    }
+
+    @Test func idsAreTheSameKeyWhenTheirBytesAre() {
+        // Canonically equivalent text in other bytes is another id, as it is in SQL and on the wire.
+        let composed = "u-\u{E9}"
+        let decomposed = "u-e\u{301}"
+        #expect(composed == decomposed)
+        #expect(RecordKey(composed) != RecordKey(decomposed))
+        #expect(Set([RecordKey(composed), RecordKey(decomposed), RecordKey("u-\u{E9}")]).count == 2)
+    }
+
     @Test func indexValuesOfStringsAndOthers() {
         var table: [IndexValue: Int] = [:]
         for i in 0..<5_000 {
