@@ -1,5 +1,6 @@
 import Flatland
 import FlatlandJSON
+import Foundation
 import Testing
 
 private struct OtherUser: Entity {
@@ -89,6 +90,35 @@ struct EntityRegistryTests {
             }
         }
         #expect(registry.prefixes.isEmpty)
+    }
+
+    /// Fields are found by key in any order, and keys the type does not declare (here ones that
+    /// share a declared key's length and first, middle and last bytes) are passed over.
+    @Test func fieldsInAnyOrderAmongUndeclaredLookalikes() throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(
+            bytes(
+                #"""
+                {"tags":["t"],"tXgs":1,"address":{"city":"C"},"devices":["d-1"],"friends":["u-2"],
+                 "avatar":"https://a.example/x.png","created":"2024-01-02T03:04:05.000Z","score":2.5,
+                 "verified":true,"gender":"other","agX":1,"age":41,"eMail":"no","email":"e@x","lastname":"L",
+                 "firstnamE":"no","firstname":"F","uuid":"u-1","zz":null}
+                """#))
+        let user = try #require(store.entity(EntityID<User>("u-1")))
+        #expect(user.firstname == "F")
+        #expect(user.lastname == "L")
+        #expect(user.email == "e@x")
+        #expect(user.age == 41)
+        #expect(user.gender == .other)
+        #expect(user.verified)
+        #expect(user.score == 2.5)
+        #expect(user.created == Date(timeIntervalSince1970: 1_704_164_645))
+        #expect(user.avatar == URL(string: "https://a.example/x.png"))
+        #expect(user.friends == [EntityID("u-2")])
+        #expect(user.devices == [EntityID("d-1")])
+        #expect(user.address?.city == "C")
+        #expect(user.tags == ["t"])
+        #expect(store.record(id: "u-1")?.presentFields.count == User.fields.count)
     }
 
     @Test func keyDeclaredTwiceIsAnError() {

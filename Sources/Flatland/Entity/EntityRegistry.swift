@@ -79,6 +79,9 @@ class EntityType: @unchecked Sendable {
     private let fieldKeyBytes: UnsafeMutableRawBufferPointer
     /// Each key's start in ``fieldKeyBytes`` and its length.
     private let fieldKeySpans: UnsafeMutableBufferPointer<(start: Int, count: Int)>
+    /// Field indexes by key (``fieldIndex(_:hint:)``).
+    private let fieldTable: UnsafeMutableBufferPointer<Int32>
+    private let fieldTableMask: Int
     let dataVersionKey: String?
     /// ``dataVersionKey`` as UTF-8, for comparing keys without allocating.
     let dataVersionKeyBytes: [UInt8]?
@@ -122,6 +125,7 @@ class EntityType: @unchecked Sendable {
             UnsafeMutableRawBufferPointer(rebasing: fieldKeyBytes[span.start..<span.start + span.count]).copyBytes(
                 from: key.utf8)
         }
+        (fieldTable, fieldTableMask) = Self.makeFieldTable(fieldKeys)
         self.dataVersionKey = dataVersionKey
         self.dataVersionKeyBytes = dataVersionKey.map { Array($0.utf8) }
         self.classVersion = classVersion
@@ -130,6 +134,7 @@ class EntityType: @unchecked Sendable {
     deinit {
         fieldKeyBytes.deallocate()
         fieldKeySpans.deallocate()
+        fieldTable.deallocate()
     }
 
     /// Whether `id` (UTF-8) is `<this prefix>-<something>`, the form ``EntityIDFormat`` accepts.
@@ -141,12 +146,45 @@ class EntityType: @unchecked Sendable {
         }
     }
 
-    /// The index of the field named `key`; `hint` is tried first (fields tend to come in order).
+    /// The index of the field named `key`; `hint` is tried first (fields tend to come in order),
+    /// then the table of field keys, so a key the type does not declare costs one probe or two,
+    /// not a comparison with every field.
     final func fieldIndex(_ key: JSONBytes, hint: Int) -> Int? {
-        let n = fieldKeys.count
-        if hint < n, matches(key, hint) { return hint }
-        for i in 0..<n where i != hint && matches(key, i) { return i }
-        return nil
+        if hint < fieldKeys.count, matches(key, hint) { return hint }
+        let table = fieldTable.baseAddress.unsafelyUnwrapped
+        var slot = Self.keySlot(key.buffer, mask: fieldTableMask)
+        while true {
+            let i = Int(table[slot])
+            if i < 0 { return nil }
+            if matches(key, i) { return i }
+            slot = (slot &+ 1) & fieldTableMask
+        }
+    }
+
+    /// Where a key's search starts in the field table: from its length and three of its bytes.
+    @inline(__always)
+    private static func keySlot(_ key: UnsafeRawBufferPointer, mask: Int) -> Int {
+        let n = key.count
+        var h = UInt64(truncatingIfNeeded: n) &* 0x9E37_79B9_7F4A_7C15
+        if n > 0 {
+            h ^= UInt64(key[0]) | UInt64(key[n &- 1]) &<< 8 | UInt64(key[n &>> 1]) &<< 16
+            h &*= 0xBF58_476D_1CE4_E5B9
+        }
+        return Int(truncatingIfNeeded: h &>> 40) & mask
+    }
+
+    /// Open addressing over the field keys: each slot holds a field index, or -1.
+    private static func makeFieldTable(_ keys: [String]) -> (UnsafeMutableBufferPointer<Int32>, mask: Int) {
+        var size = 8
+        while size < keys.count * 2 { size *= 2 }
+        let table = UnsafeMutableBufferPointer<Int32>.allocate(capacity: size)
+        table.initialize(repeating: -1)
+        for (i, key) in keys.enumerated() {
+            var slot = Array(key.utf8).withUnsafeBytes { keySlot($0, mask: size - 1) }
+            while table[slot] >= 0 { slot = (slot + 1) & (size - 1) }
+            table[slot] = Int32(i)
+        }
+        return (table, size - 1)
     }
 
     @inline(__always)
