@@ -4,7 +4,7 @@
 /// `WIDTH` unsigned bytes (a compiler vector extension, so `==` and `|` work lane by lane) and
 /// `MOVEMASK(v)` turns a comparison result (all ones or all zeros per lane) into one bit per lane.
 #define FLATLAND_CLASSIFY(VEC, WIDTH, MOVEMASK)                                                    \
-    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0};                                             \
+    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};                                       \
     for (int k = 0; k < 64 / (WIDTH); k++) {                                                       \
         VEC v;                                                                                     \
         __builtin_memcpy(&v, block + (WIDTH) * k, (WIDTH));                                        \
@@ -33,18 +33,103 @@ typedef uint8_t bytes32 __attribute__((vector_size(32)));
 #define MOVEMASK16(cmp) ((uint64_t)(uint16_t)_mm_movemask_epi8((__m128i)(cmp)))
 #define MOVEMASK32(cmp) ((uint64_t)(uint32_t)_mm256_movemask_epi8((__m256i)(cmp)))
 
-void flatland_classify_block_baseline(const uint8_t *block, flatland_block_masks *out) {
+void flatland_classify_block_baseline(const uint8_t *block, uint32_t before, flatland_block_masks *out) {
+    (void)before;
     FLATLAND_CLASSIFY(bytes16, 16, MOVEMASK16)
 }
 
-/// 32 bytes at a time, on processors that have AVX2 (most x86-64 since 2013).
-__attribute__((target("avx2"))) static void classify_avx2(const uint8_t *block, flatland_block_masks *out) {
-    FLATLAND_CLASSIFY(bytes32, 32, MOVEMASK32)
+/// UTF-8 by table lookups, after Keiser and Lemire, "Validating UTF-8 in less than one
+/// instruction per byte" (2021): each byte, with the one before it, is looked up by high nibble,
+/// low nibble and the next byte's high nibble in three 16-entry tables whose bits name the ways
+/// a pair can be malformed; a pair is malformed when all three agree on one. Third and fourth
+/// bytes of a sequence are the only continuations allowed after a continuation.
+enum {
+    TOO_SHORT = 1 << 0,       // a lead not followed by a continuation
+    TOO_LONG = 1 << 1,        // ASCII followed by a continuation
+    OVERLONG_3 = 1 << 2,      // E0 80..9F
+    TOO_LARGE = 1 << 3,       // F4 90..BF, F5..FF
+    SURROGATE = 1 << 4,       // ED A0..BF
+    OVERLONG_2 = 1 << 5,      // C0, C1
+    TOO_LARGE_1000 = 1 << 6,  // F5..FF 80..8F
+    OVERLONG_4 = 1 << 6,      // F0 80..8F
+    TWO_CONTS = 1 << 7,       // a continuation after a continuation (allowed as third or fourth)
+    CARRY = TOO_SHORT | TOO_LONG | TWO_CONTS,
+};
+
+#define FLATLAND_UTF8_TABLES(SET)                                                                  \
+    const __m256i first_high = SET(TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG,     \
+        TOO_LONG, TOO_LONG, TWO_CONTS, TWO_CONTS, TWO_CONTS, TWO_CONTS, TOO_SHORT | OVERLONG_2,    \
+        TOO_SHORT, TOO_SHORT | OVERLONG_3 | SURROGATE,                                              \
+        TOO_SHORT | TOO_LARGE | TOO_LARGE_1000 | OVERLONG_4);                                       \
+    const __m256i first_low = SET(CARRY | OVERLONG_3 | OVERLONG_2 | OVERLONG_4, CARRY | OVERLONG_2, \
+        CARRY, CARRY, CARRY | TOO_LARGE, CARRY | TOO_LARGE | TOO_LARGE_1000,                        \
+        CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000,                     \
+        CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000,                     \
+        CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000,                     \
+        CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000 | SURROGATE,         \
+        CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000);                    \
+    const __m256i second_high = SET(TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT,          \
+        TOO_SHORT, TOO_SHORT, TOO_SHORT,                                                            \
+        TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE_1000 | OVERLONG_4,               \
+        TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE,                                 \
+        TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE,                                  \
+        TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE, TOO_SHORT, TOO_SHORT, TOO_SHORT,  \
+        TOO_SHORT);
+
+/// The same 16 bytes in both 128-bit lanes (byte shuffles look up within a lane).
+#define FLATLAND_TABLE32(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)                            \
+    _mm256_setr_epi8((char)(a), (char)(b), (char)(c), (char)(d), (char)(e), (char)(f), (char)(g),  \
+        (char)(h), (char)(i), (char)(j), (char)(k), (char)(l), (char)(m), (char)(n), (char)(o),     \
+        (char)(p), (char)(a), (char)(b), (char)(c), (char)(d), (char)(e), (char)(f), (char)(g),     \
+        (char)(h), (char)(i), (char)(j), (char)(k), (char)(l), (char)(m), (char)(n), (char)(o),     \
+        (char)(p))
+
+/// Nonzero when the 64 bytes at `block`, after the three bytes in `before`, are not well-formed
+/// UTF-8 (a sequence the block's end cuts short is not counted).
+__attribute__((target("avx2"))) static uint64_t utf8_errors_avx2(const uint8_t *block, uint32_t before) {
+    FLATLAND_UTF8_TABLES(FLATLAND_TABLE32)
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    // The bytes before the block as the last three of a previous vector.
+    __m256i previous = _mm256_insert_epi32(_mm256_setzero_si256(), (int)before, 7);
+    __m256i errors = _mm256_setzero_si256();
+    for (int k = 0; k < 2; k++) {
+        __m256i input = _mm256_loadu_si256((const __m256i *)(block + 32 * k));
+        // The 16 bytes before each lane: the previous vector's high lane, then this one's low.
+        __m256i before = _mm256_permute2x128_si256(previous, input, 0x21);
+        __m256i prev1 = _mm256_alignr_epi8(input, before, 15);
+        __m256i prev2 = _mm256_alignr_epi8(input, before, 14);
+        __m256i prev3 = _mm256_alignr_epi8(input, before, 13);
+        __m256i special = _mm256_and_si256(
+            _mm256_and_si256(
+                _mm256_shuffle_epi8(first_high, _mm256_and_si256(_mm256_srli_epi16(prev1, 4), nibble)),
+                _mm256_shuffle_epi8(first_low, _mm256_and_si256(prev1, nibble))),
+            _mm256_shuffle_epi8(second_high, _mm256_and_si256(_mm256_srli_epi16(input, 4), nibble)));
+        // Only 111_____ two bytes back, or 1111____ three back, end up with their top bit set.
+        __m256i third = _mm256_subs_epu8(prev2, _mm256_set1_epi8((char)(0xE0 - 0x80)));
+        __m256i fourth = _mm256_subs_epu8(prev3, _mm256_set1_epi8((char)(0xF0 - 0x80)));
+        __m256i continuation_expected = _mm256_and_si256(_mm256_or_si256(third, fourth), _mm256_set1_epi8((char)0x80));
+        errors = _mm256_or_si256(errors, _mm256_xor_si256(continuation_expected, special));
+        previous = input;
+    }
+    // A pair is judged at its second byte: the last byte, if it can never lead, has none.
+    uint8_t last = block[63];
+    return !_mm256_testz_si256(errors, errors) || last == 0xC0 || last == 0xC1 || last >= 0xF5;
 }
 
-typedef void (*classify_function)(const uint8_t *, flatland_block_masks *);
+/// 32 bytes at a time, on processors that have AVX2 (most x86-64 since 2013), and the UTF-8 of
+/// blocks that are not all ASCII.
+__attribute__((target("avx2"))) static void classify_avx2(
+    const uint8_t *block, uint32_t before, flatland_block_masks *out) {
+    FLATLAND_CLASSIFY(bytes32, 32, MOVEMASK32)
+    if (out->non_ascii != 0) {
+        out->utf8_checked = 1;
+        out->utf8_error = utf8_errors_avx2(block, before);
+    }
+}
 
-void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
+typedef void (*classify_function)(const uint8_t *, uint32_t, flatland_block_masks *);
+
+void flatland_classify_block(const uint8_t *block, uint32_t before, flatland_block_masks *out) {
     // Chosen once; a race only stores the same pointer twice.
     static _Atomic(classify_function) chosen = NULL;
     classify_function f = atomic_load_explicit(&chosen, memory_order_relaxed);
@@ -53,7 +138,7 @@ void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
         f = __builtin_cpu_supports("avx2") ? classify_avx2 : flatland_classify_block_baseline;
         atomic_store_explicit(&chosen, f, memory_order_relaxed);
     }
-    f(block, out);
+    f(block, before, out);
 }
 
 #else
@@ -78,12 +163,13 @@ static inline uint64_t movemask16(bytes16 cmp) {
 
 #endif
 
-void flatland_classify_block_baseline(const uint8_t *block, flatland_block_masks *out) {
+void flatland_classify_block_baseline(const uint8_t *block, uint32_t before, flatland_block_masks *out) {
+    (void)before;
     FLATLAND_CLASSIFY(bytes16, 16, movemask16)
 }
 
-void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
-    flatland_classify_block_baseline(block, out);
+void flatland_classify_block(const uint8_t *block, uint32_t before, flatland_block_masks *out) {
+    flatland_classify_block_baseline(block, before, out);
 }
 
 #endif

@@ -110,9 +110,9 @@ import Testing
             var m = flatland_block_masks()
             block.withUnsafeBufferPointer {
                 if baseline {
-                    flatland_classify_block_baseline($0.baseAddress!, &m)
+                    flatland_classify_block_baseline($0.baseAddress!, 0, &m)
                 } else {
-                    flatland_classify_block($0.baseAddress!, &m)
+                    flatland_classify_block($0.baseAddress!, 0, &m)
                 }
             }
             func mask(_ test: (UInt8) -> Bool) -> UInt64 {
@@ -129,5 +129,107 @@ import Testing
             #expect(m.comma == mask { $0 == 0x2C })
             #expect(m.vertical_space == mask { $0 == 0x0B || $0 == 0x0C })
         }
+    }
+
+    /// UTF-8 at the edges of the 64-byte blocks: a byte that can never lead at a block's last
+    /// byte (its pair would be judged in the next block, which may be all ASCII), sequences cut
+    /// by the edge whose next byte is wrong, and the same well-formed; with a character earlier
+    /// in the block, so that the block's UTF-8 is checked with vector lookups where it can be.
+    @Test(
+        arguments: [
+            [0xFF], [0xC0], [0xC1], [0xF5], [0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80],
+            [0xE2, 0x82, 0x41], [0xF0, 0x9F, 0x98, 0x41], [0xE2, 0x82, 0xAC], [0xF0, 0x9F, 0x98, 0x80], [0xC3, 0xA9],
+        ] as [[UInt8]])
+    func utf8AtBlockEdges(_ sequence: [UInt8]) {
+        for offset in 60...64 {
+            // `["é` then ASCII up to `offset` (block-relative), the sequence, then ASCII blocks.
+            var bytes = Array(#"["é"#.utf8)
+            bytes += Array(repeating: UInt8(ascii: "a"), count: offset - bytes.count)
+            bytes += sequence
+            bytes += Array(repeating: UInt8(ascii: "b"), count: 150) + Array(#""]"#.utf8)
+            let whole = parse(bytes, chunkSize: nil)
+            let wellFormed = Self.wellFormed(sequence[...], allowingCutEnd: false)
+            #expect((whole.error == nil) == wellFormed, "\(sequence) at \(offset): \(whole)")
+            if let error = whole.error {
+                let at = error.location?.offset ?? -1
+                #expect(at >= offset && at < offset + sequence.count, "\(sequence) at \(offset): \(error)")
+            }
+            #expect(parse(bytes, chunkSize: 1) == whole, "\(sequence) at \(offset)")
+        }
+    }
+
+    /// Where the processor checks UTF-8 with vector lookups, the verdict for a block (after the
+    /// three bytes before it) matches a plain reading of RFC 3629: text before the block that is
+    /// well-formed, then the block, where only a sequence cut short by the block's end may remain.
+    @Test func utf8CheckMatchesAPlainValidator() {
+        var rng = SeededGenerator(seed: 3629)
+        let characters: [[UInt8]] = [
+            "a", "é", "ß", "☃", "日", "€", "😀", "𝄞", "\u{7FF}", "\u{800}", "\u{FFFF}", "\u{10000}", "\u{10FFFF}",
+        ]
+        .map { Array($0.utf8) }
+        let hazards: [[UInt8]] = [
+            [0x80], [0xBF], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x9F, 0x80], [0xED, 0xA0, 0x80],
+            [0xF0, 0x8F, 0x80, 0x80],
+            [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xFF], [0xE2, 0x82], [0xC3], [0xF0, 0x9F, 0x98],
+        ]
+        var checked = 0
+        var rejected = 0
+        for _ in 0..<3000 {
+            var text: [UInt8] = []
+            while text.count < 80 {
+                if Int.random(in: 0..<40, using: &rng) == 0, text.count > 3 {
+                    text += hazards.randomElement(using: &rng)!
+                } else {
+                    text += characters.randomElement(using: &rng)!
+                }
+            }
+            // The block starts anywhere after three well-formed bytes, even inside a character.
+            let start = Int.random(in: 3...(text.count - 64), using: &rng)
+            guard Self.wellFormed(text[0..<start], allowingCutEnd: true) else { continue }
+            let before = UInt32(text[start - 3]) << 8 | UInt32(text[start - 2]) << 16 | UInt32(text[start - 1]) << 24
+            var m = flatland_block_masks()
+            text.withUnsafeBufferPointer { flatland_classify_block($0.baseAddress! + start, before, &m) }
+            guard m.utf8_checked != 0 else { continue }
+            checked += 1
+            let expected = Self.wellFormed(text[0..<(start + 64)], allowingCutEnd: true)
+            if !expected { rejected += 1 }
+            #expect(
+                (m.utf8_error == 0) == expected, "\(text[(start - 3)..<(start + 64)].map { String($0, radix: 16) })")
+        }
+        // Not every processor checks UTF-8 this way; where one does, both verdicts must occur.
+        if checked > 0 {
+            #expect(checked > 1000)
+            #expect(rejected > 100)
+            #expect(checked - rejected > 100)
+        }
+    }
+
+    /// RFC 3629's table of well-formed byte sequences; a sequence cut short by the end counts as
+    /// well-formed when `allowingCutEnd`.
+    static func wellFormed(_ bytes: ArraySlice<UInt8>, allowingCutEnd: Bool) -> Bool {
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            let lead = bytes[i]
+            let (length, lo, hi): (Int, UInt8, UInt8) =
+                switch lead {
+                case 0x00...0x7F: (1, 0, 0)
+                case 0xC2...0xDF: (2, 0x80, 0xBF)
+                case 0xE0: (3, 0xA0, 0xBF)
+                case 0xED: (3, 0x80, 0x9F)
+                case 0xE1...0xEF: (3, 0x80, 0xBF)
+                case 0xF0: (4, 0x90, 0xBF)
+                case 0xF1...0xF3: (4, 0x80, 0xBF)
+                case 0xF4: (4, 0x80, 0x8F)
+                default: (0, 0, 0)
+                }
+            if length == 0 { return false }
+            for k in 1..<max(length, 1) {
+                guard i + k < bytes.endIndex else { return allowingCutEnd }
+                let c = bytes[i + k]
+                if k == 1 ? (c < lo || c > hi) : (c < 0x80 || c > 0xBF) { return false }
+            }
+            i += length
+        }
+        return true
     }
 }

@@ -37,8 +37,11 @@ extension StrictScanner {
             return false
         }
 
+        // The three bytes before the block, for the UTF-8 check (none before a chunk's first).
+        let before: UInt32 =
+            b >= 3 ? UInt32(p[-3]) &<< 8 | UInt32(p[-2]) &<< 16 | UInt32(p[-1]) &<< 24 : 0
         var m = flatland_block_masks()
-        flatland_classify_block(p, &m)
+        flatland_classify_block(p, before, &m)
 
         // Escapes: the byte after each backslash that is not itself escaped.
         var quotes = m.quote
@@ -94,7 +97,23 @@ extension StrictScanner {
         let continuation = m.continuation & content
         var straddling = -1
         var straddlingLength = 0
-        if validateUTF8, (m.non_ascii & content) | carried != 0 {
+        if validateUTF8, m.utf8_checked != 0, carried == 0 || b >= 3, (m.non_ascii & content) | carried != 0 {
+            // The classifier checked the whole block's UTF-8 with vector lookups, through the end
+            // of a sequence begun before it: only a sequence that the block's end cuts short is
+            // left, for the states to finish.
+            if m.utf8_error != 0 { return false }
+            var tail = m.non_ascii & content & ~m.continuation & (0b111 << 61)
+            while tail != 0 {
+                let k = tail.trailingZeroBitCount
+                tail &= tail &- 1
+                let length = UTF8Validation.lead(p[k]).length
+                guard k &+ length > 64 else { continue }
+                // Beyond the chunk as well: the states take it from here, as the loop below would.
+                if b &+ k &+ length > n { return false }
+                straddling = k
+                straddlingLength = length
+            }
+        } else if validateUTF8, (m.non_ascii & content) | carried != 0 {
             var expected = carried
             var leads = m.non_ascii & content & ~m.continuation
             while leads != 0 {
