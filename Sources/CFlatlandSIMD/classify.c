@@ -4,7 +4,7 @@
 /// `WIDTH` unsigned bytes (a compiler vector extension, so `==` and `|` work lane by lane) and
 /// `MOVEMASK(v)` turns a comparison result (all ones or all zeros per lane) into one bit per lane.
 #define FLATLAND_CLASSIFY(VEC, WIDTH, MOVEMASK)                                                    \
-    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};                                       \
+    flatland_block_masks m = {0, 0, 0, 0, 0, 0, 0, 0};                                             \
     for (int k = 0; k < 64 / (WIDTH); k++) {                                                       \
         VEC v;                                                                                     \
         __builtin_memcpy(&v, block + (WIDTH) * k, (WIDTH));                                        \
@@ -33,8 +33,7 @@ typedef uint8_t bytes32 __attribute__((vector_size(32)));
 #define MOVEMASK16(cmp) ((uint64_t)(uint16_t)_mm_movemask_epi8((__m128i)(cmp)))
 #define MOVEMASK32(cmp) ((uint64_t)(uint32_t)_mm256_movemask_epi8((__m256i)(cmp)))
 
-void flatland_classify_block_baseline(const uint8_t *block, uint32_t before, flatland_block_masks *out) {
-    (void)before;
+void flatland_classify_block_baseline(const uint8_t *block, flatland_block_masks *out) {
     FLATLAND_CLASSIFY(bytes16, 16, MOVEMASK16)
 }
 
@@ -84,9 +83,12 @@ enum {
         (char)(h), (char)(i), (char)(j), (char)(k), (char)(l), (char)(m), (char)(n), (char)(o),     \
         (char)(p))
 
-/// Nonzero when the 64 bytes at `block`, after the three bytes in `before`, are not well-formed
-/// UTF-8 (a sequence the block's end cuts short is not counted).
-__attribute__((target("avx2"))) static uint64_t utf8_errors_avx2(const uint8_t *block, uint32_t before) {
+/// 1 when the 64 bytes at `block`, after the three bytes before it (when `has_before`), are not
+/// well-formed UTF-8 (a sequence the block's end cuts short is not counted), 0 when they are.
+__attribute__((target("avx2"))) static int utf8_check_avx2(const uint8_t *block, int has_before) {
+    uint32_t before = 0;
+    if (has_before) __builtin_memcpy(&before, block - 4, 4);
+    before &= 0xFFFFFF00u;
     FLATLAND_UTF8_TABLES(FLATLAND_TABLE32)
     const __m256i nibble = _mm256_set1_epi8(0x0F);
     // The bytes before the block as the last three of a previous vector.
@@ -116,29 +118,44 @@ __attribute__((target("avx2"))) static uint64_t utf8_errors_avx2(const uint8_t *
     return !_mm256_testz_si256(errors, errors) || last == 0xC0 || last == 0xC1 || last >= 0xF5;
 }
 
-/// 32 bytes at a time, on processors that have AVX2 (most x86-64 since 2013), and the UTF-8 of
-/// blocks that are not all ASCII.
-__attribute__((target("avx2"))) static void classify_avx2(
-    const uint8_t *block, uint32_t before, flatland_block_masks *out) {
+/// 32 bytes at a time, on processors that have AVX2 (most x86-64 since 2013).
+__attribute__((target("avx2"))) static void classify_avx2(const uint8_t *block, flatland_block_masks *out) {
     FLATLAND_CLASSIFY(bytes32, 32, MOVEMASK32)
-    if (out->non_ascii != 0) {
-        out->utf8_checked = 1;
-        out->utf8_error = utf8_errors_avx2(block, before);
-    }
 }
 
-typedef void (*classify_function)(const uint8_t *, uint32_t, flatland_block_masks *);
+static int utf8_unavailable(const uint8_t *block, int has_before) {
+    (void)block;
+    (void)has_before;
+    return -1;
+}
 
-void flatland_classify_block(const uint8_t *block, uint32_t before, flatland_block_masks *out) {
+typedef void (*classify_function)(const uint8_t *, flatland_block_masks *);
+typedef int (*utf8_function)(const uint8_t *, int);
+
+static int has_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+}
+
+void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
     // Chosen once; a race only stores the same pointer twice.
     static _Atomic(classify_function) chosen = NULL;
     classify_function f = atomic_load_explicit(&chosen, memory_order_relaxed);
     if (f == NULL) {
-        __builtin_cpu_init();
-        f = __builtin_cpu_supports("avx2") ? classify_avx2 : flatland_classify_block_baseline;
+        f = has_avx2() ? classify_avx2 : flatland_classify_block_baseline;
         atomic_store_explicit(&chosen, f, memory_order_relaxed);
     }
-    f(block, before, out);
+    f(block, out);
+}
+
+int flatland_utf8_block_check(const uint8_t *block, int has_before) {
+    static _Atomic(utf8_function) chosen = NULL;
+    utf8_function f = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (f == NULL) {
+        f = has_avx2() ? utf8_check_avx2 : utf8_unavailable;
+        atomic_store_explicit(&chosen, f, memory_order_relaxed);
+    }
+    return f(block, has_before);
 }
 
 #else
@@ -163,13 +180,18 @@ static inline uint64_t movemask16(bytes16 cmp) {
 
 #endif
 
-void flatland_classify_block_baseline(const uint8_t *block, uint32_t before, flatland_block_masks *out) {
-    (void)before;
+void flatland_classify_block_baseline(const uint8_t *block, flatland_block_masks *out) {
     FLATLAND_CLASSIFY(bytes16, 16, movemask16)
 }
 
-void flatland_classify_block(const uint8_t *block, uint32_t before, flatland_block_masks *out) {
-    flatland_classify_block_baseline(block, before, out);
+void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
+    flatland_classify_block_baseline(block, out);
+}
+
+int flatland_utf8_block_check(const uint8_t *block, int has_before) {
+    (void)block;
+    (void)has_before;
+    return -1;
 }
 
 #endif

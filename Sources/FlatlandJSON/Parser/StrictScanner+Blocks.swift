@@ -37,11 +37,8 @@ extension StrictScanner {
             return false
         }
 
-        // The three bytes before the block, for the UTF-8 check (none before a chunk's first).
-        let before: UInt32 =
-            b >= 3 ? UInt32(p[-3]) &<< 8 | UInt32(p[-2]) &<< 16 | UInt32(p[-1]) &<< 24 : 0
         var m = flatland_block_masks()
-        flatland_classify_block(p, before, &m)
+        flatland_classify_block(p, &m)
 
         // Escapes: the byte after each backslash that is not itself escaped.
         var quotes = m.quote
@@ -97,12 +94,15 @@ extension StrictScanner {
         let continuation = m.continuation & content
         var straddling = -1
         var straddlingLength = 0
-        if validateUTF8, m.utf8_checked != 0, carried == 0 || b >= 3, (m.non_ascii & content) | carried != 0 {
-            // The classifier checked the whole block's UTF-8 with vector lookups, through the end
-            // of a sequence begun before it: only a sequence that the block's end cuts short is
-            // left, for the states to finish.
-            if m.utf8_error != 0 { return false }
-            var tail = m.non_ascii & content & ~m.continuation & (0b111 << 61)
+        let leads = m.non_ascii & content & ~m.continuation
+        if validateUTF8, leads & (leads &- 1) != 0 || carried != 0, carried == 0 || b >= 4,
+            case let verdict = flatland_utf8_block_check(p, b >= 4 ? 1 : 0), verdict >= 0
+        {
+            // More than one character: the whole block's UTF-8 checked with vector lookups
+            // (through the end of a sequence begun before it, from the bytes before the block),
+            // leaving only a sequence that the block's end cuts short for the states to finish.
+            if verdict != 0 { return false }
+            var tail = leads & (0b111 << 61)
             while tail != 0 {
                 let k = tail.trailingZeroBitCount
                 tail &= tail &- 1
@@ -115,7 +115,7 @@ extension StrictScanner {
             }
         } else if validateUTF8, (m.non_ascii & content) | carried != 0 {
             var expected = carried
-            var leads = m.non_ascii & content & ~m.continuation
+            var leads = leads
             while leads != 0 {
                 let k = leads.trailingZeroBitCount
                 leads &= leads &- 1
