@@ -113,6 +113,19 @@ struct PartialUpdateTests {
         #expect(store.collections.isEmpty)
     }
 
+    /// An entity's undeclared keys are kept only until the next key: the path through one, long
+    /// or short, still names it when something nested under it fails.
+    @Test(arguments: [1, 70, 300]) func wrongTypeUnderAnUndeclaredKeyNamesIt(length: Int) throws {
+        let store = Store(registry: try seedRegistry())
+        let long = String(repeating: "k", count: length)
+        let error = #expect(throws: IngestError.self) {
+            try store.ingest(
+                bytes(#"[{"uuid":"u-1","meta":1,"\#(long)":{"x":{"uuid":"u-2","age":"old"}},"other":2}]"#))
+        }
+        #expect(error?.path == "$[0].\(long).x.age")
+        #expect(store.count == 0)
+    }
+
     @Test(arguments: StoreBackend.allCases) func wrongTypeInANestedRecordNamesTheWholePath(backend: StoreBackend) throws
     {
         let store = try backend.store(registry: try seedRegistry())

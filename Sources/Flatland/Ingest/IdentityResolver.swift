@@ -116,9 +116,16 @@ public struct RuleResolver: IdentityResolver {
 
         /// Whether the rule's conditions on an object's position allow it.
         func allows(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
-            if let parentKeys, !parentKeys.contains(parentKey ?? "") { return false }
-            if let endpointPrefix, !(endpoint ?? "").hasPrefix(endpointPrefix) { return false }
             if let nested, nested != isNested { return false }
+            if let parentKeys {
+                let key = parentKey ?? ""
+                // Asked for every object: a rule names a key or two, and comparing a few short
+                // strings is cheaper than hashing one.
+                let found =
+                    parentKeys.count <= 4 ? parentKeys.contains(where: { $0 == key }) : parentKeys.contains(key)
+                if !found { return false }
+            }
+            if let endpointPrefix, !(endpoint ?? "").hasPrefix(endpointPrefix) { return false }
             return true
         }
     }

@@ -106,7 +106,7 @@ public final class Ingestor: JSONEventHandler {
     private let mayIdentifyAll: Bool
     private let versionKey: [UInt8]?
     /// The bytes of the current unknown member's key in the top entity frame.
-    @exclusivity(unchecked) private var unknownKey: [UInt8] = []
+    @exclusivity(unchecked) private var unknownKey = KeyBuffer()
     private let registry: EntityRegistry
     /// The registered types, for matching id prefixes without a lookup.
     private let knownTypes: [EntityType]
@@ -140,7 +140,10 @@ public final class Ingestor: JSONEventHandler {
         parser = JSONStreamParser(handler: IngestorEvents(self), options: options.parser)
     }
 
-    deinit { scalarToken.deallocate() }
+    deinit {
+        scalarToken.deallocate()
+        unknownKey.deallocate()
+    }
 
     /// Bytes read so far.
     public var bytesConsumed: Int { parser.bytesConsumed }
@@ -320,8 +323,7 @@ public final class Ingestor: JSONEventHandler {
             } else {
                 frames[t].field = -1
                 frames[t].key = nil
-                unknownKey.removeAll(keepingCapacity: true)
-                unknownKey.append(contentsOf: key)
+                unknownKey.set(key)
             }
         } else {
             frames[t].field = -3
@@ -414,7 +416,7 @@ public final class Ingestor: JSONEventHandler {
         if frames[t].kind == .entity {
             let field = frames[t].field
             if field >= 0, let type = frames[t].draft?.type { return type.fieldKeys[field] }
-            if field == -1, frames[t].key == nil { return String(decoding: unknownKey, as: UTF8.self) }
+            if field == -1, frames[t].key == nil { return unknownKey.string }
         }
         return frames[t].key
     }
@@ -794,4 +796,29 @@ final class IngestorEvents: JSONEventHandler {
     func number(_ value: JSONNumberText) throws { try ingestor._withUnsafeGuaranteedRef { try $0.number(value) } }
     func bool(_ value: Bool) throws { try ingestor._withUnsafeGuaranteedRef { try $0.bool(value) } }
     func null() throws { try ingestor._withUnsafeGuaranteedRef { try $0.null() } }
+}
+
+/// The bytes of one key, kept past the parser's callback in storage that is reused: most keys an
+/// entity does not declare are never asked for again, so copying them must cost next to nothing.
+struct KeyBuffer {
+    private var base = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 1)
+    private var capacity = 64
+    private var count = 0
+
+    @inline(__always)
+    mutating func set(_ key: UnsafeRawBufferPointer) {
+        if key.count > capacity { grow(to: key.count) }
+        if let source = key.baseAddress { base.copyMemory(from: source, byteCount: key.count) }
+        count = key.count
+    }
+
+    private mutating func grow(to needed: Int) {
+        base.deallocate()
+        capacity = max(needed, capacity * 2)
+        base = .allocate(byteCount: capacity, alignment: 1)
+    }
+
+    var string: String { String(decoding: UnsafeRawBufferPointer(start: base, count: count), as: UTF8.self) }
+
+    func deallocate() { base.deallocate() }
 }
