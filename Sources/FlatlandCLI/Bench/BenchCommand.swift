@@ -38,6 +38,9 @@ struct BenchCommand: ParsableCommand {
     @Flag(help: "Skip the streaming-memory measurement.")
     var noStreaming = false
 
+    @Flag(help: "Also print where the ingest's time goes: reading the response, applying it, freeing the store.")
+    var phases = false
+
     @Option(help: .hidden)
     var streamRSS: String?
 
@@ -74,6 +77,7 @@ struct BenchCommand: ParsableCommand {
             print(report.json())
         } else {
             print(report.table())
+            if phases { print(report.phasesTable()) }
         }
         if let svg {
             try report.svg().write(toFile: svg, atomically: true, encoding: .utf8)
@@ -94,8 +98,18 @@ struct BenchResult {
     var jsonSerialization: Double?
     var mallocsPerEntity: Double?
     var jsonDecoderMallocsPerEntity: Double?
+    /// Medians of the ingest's steps, in seconds.
+    var ingestPhases: IngestPhases?
 
     func mbps(_ seconds: Double?) -> Double? { seconds.map { Double(bytes) / 1e6 / $0 } }
+}
+
+/// The steps of one ingest: feeding the response (parse, walk, decoding), applying the batch to
+/// the store, and freeing the store and its records.
+struct IngestPhases {
+    var read: Double
+    var apply: Double
+    var free: Double
 }
 
 enum Bench {
@@ -120,13 +134,24 @@ enum Bench {
         try parser.finish()
     }
 
+    /// One ingest into a new store, torn down before it returns; with the time of each step.
     @discardableResult
-    static func ingest(_ w: Workload, _ i: Workload.Ingest) throws -> Int {
-        let store = Store(registry: i.registry)
-        let ingestor = store.makeIngestor(endpoint: "/bench", options: i.options)
-        try forEachChunk(w.bytes, size: chunkSize) { try ingestor.feed($0) }
-        _ = try ingestor.finish()
-        return store.count
+    static func ingest(_ w: Workload, _ i: Workload.Ingest) throws -> (entities: Int, phases: IngestPhases) {
+        let start = monotonicSeconds()
+        var read = start
+        var applied = start
+        var entities = 0
+        do {
+            let store = Store(registry: i.registry)
+            let ingestor = store.makeIngestor(endpoint: "/bench", options: i.options)
+            try forEachChunk(w.bytes, size: chunkSize) { try ingestor.feed($0) }
+            read = monotonicSeconds()
+            try withExtendedLifetime(ingestor) { _ = try ingestor.finish() }
+            applied = monotonicSeconds()
+            entities = store.count
+        }
+        let freed = monotonicSeconds()
+        return (entities, IngestPhases(read: read - start, apply: applied - read, free: freed - applied))
     }
 
     static func mallocs(_ body: () throws -> Void) rethrows -> Int {
@@ -142,6 +167,7 @@ enum Bench {
         var yajl: [Double] = []
         var parse: [Double] = []
         var ingest: [Double] = []
+        var phases: [IngestPhases] = []
         var decoder: [Double] = []
         var serialization: [Double] = []
         var entities: Int?
@@ -150,7 +176,7 @@ enum Bench {
         guard valid else { throw CLIFailure.invalid("\(w.name): raw yajl rejects it") }
         try Self.parse(w)
         if let i = w.ingest {
-            entities = try Self.ingest(w, i)
+            entities = try Self.ingest(w, i).entities
             let decoded = wanted("jsondecoder") ? try i.jsonDecoder(w.data) : entities!
             if wanted("jsonserialization") { _ = try i.jsonSerialization(w.data) }
             if decoded != entities {
@@ -164,7 +190,11 @@ enum Bench {
             }
             if wanted("parse") { parse.append(try time { try Self.parse(w) }) }
             if let i = w.ingest {
-                if wanted("ingest") { ingest.append(try time { try Self.ingest(w, i) }) }
+                if wanted("ingest") {
+                    var steps: IngestPhases?
+                    ingest.append(try time { steps = try Self.ingest(w, i).phases })
+                    if let steps { phases.append(steps) }
+                }
                 if wanted("jsondecoder") { decoder.append(try time { _ = try i.jsonDecoder(w.data) }) }
                 if wanted("jsonserialization") {
                     serialization.append(try time { _ = try i.jsonSerialization(w.data) })
@@ -177,6 +207,11 @@ enum Bench {
             result.ingest = median(ingest)
             result.jsonDecoder = median(decoder)
             result.jsonSerialization = median(serialization)
+            if !phases.isEmpty {
+                result.ingestPhases = IngestPhases(
+                    read: median(phases.map(\.read)), apply: median(phases.map(\.apply)),
+                    free: median(phases.map(\.free)))
+            }
             let count = try mallocs { try Self.ingest(w, i) }
             result.mallocsPerEntity = Double(count) / Double(entities)
             let decoderCount = try mallocs { _ = try i.jsonDecoder(w.data) }

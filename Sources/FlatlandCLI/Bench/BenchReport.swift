@@ -60,6 +60,22 @@ struct BenchReport {
         return lines.joined(separator: "\n")
     }
 
+    /// Where each dataset's ingest spends its time (medians of the rounds): reading the response
+    /// (parse, walk, decoding), applying it to the store, freeing the store; ms and ms per MB.
+    func phasesTable() -> String {
+        var lines = ["", "Ingest steps, median ms (ms per MB):"]
+        lines.append(pad("dataset", 20) + pad("read", 18) + pad("apply", 18) + pad("free", 18))
+        for r in results {
+            guard let p = r.ingestPhases else { continue }
+            let megabytes = Double(r.bytes) / 1e6
+            func cell(_ seconds: Double) -> String {
+                formatted(seconds * 1000, 1) + " (" + formatted(seconds * 1000 / megabytes, 2) + ")"
+            }
+            lines.append(pad(r.name, 20) + pad(cell(p.read), 18) + pad(cell(p.apply), 18) + pad(cell(p.free), 18))
+        }
+        return lines.joined(separator: "\n")
+    }
+
     private func pad(_ s: String, _ width: Int) -> String {
         s.count >= width ? s + " " : s + String(repeating: " ", count: width - s.count)
     }
@@ -87,6 +103,11 @@ struct BenchReport {
                 "parse_vs_yajl_raw": number(ratio(r.mbps(r.parse), r.mbps(r.yajlRaw))),
                 "mallocs_per_entity": number(r.mallocsPerEntity),
                 "jsondecoder_mallocs_per_entity": number(r.jsonDecoderMallocsPerEntity),
+                "ingest_phases_ms": r.ingestPhases.map { p in
+                    .object([
+                        "read": number(p.read * 1000), "apply": number(p.apply * 1000), "free": number(p.free * 1000),
+                    ])
+                } ?? .null,
             ])
         }
         var root: JSONObject = [

@@ -1,0 +1,53 @@
+import FlatlandJSON
+import Foundation
+import Testing
+
+/// `flatland bench` on the smallest generated dataset, one round: the JSON report carries every
+/// field the comparison promises, consistent with each other, and the table its optional steps.
+@Suite("flatland bench")
+struct BenchCLITests {
+    static let fields = [
+        "yajl_raw_mbps", "parse_mbps", "ingest_mbps", "jsondecoder_mbps", "jsonserialization_mbps",
+        "ingest_vs_jsondecoder", "ingest_vs_yajl_raw", "parse_vs_yajl_raw", "mallocs_per_entity",
+    ]
+
+    @Test func jsonReportHasEveryFieldForEachDataset() throws {
+        let empty = try Workspace()
+        let run = try CLI.run([
+            "bench", "--seed-sizes", "1", "--rounds", "1", "--no-streaming", "--data", empty.url.path, "--json",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try JSONValue(parsing: run.stdout)
+        let seed = try #require(report["datasets"]?["seed-1MB"])
+        func value(_ key: String) throws -> Double {
+            let number = try #require(seed[key]?.numberValue, "\(key)")
+            return try #require(Double(number.text))
+        }
+        for field in Self.fields { #expect(try value(field) > 0, "\(field)") }
+        // The ratios are the throughputs divided (to the report's three decimals).
+        #expect(abs(try value("ingest_vs_jsondecoder") - value("ingest_mbps") / value("jsondecoder_mbps")) < 0.01)
+        #expect(abs(try value("parse_vs_yajl_raw") - value("parse_mbps") / value("yajl_raw_mbps")) < 0.01)
+        #expect(try value("entities") > 3000)
+        let steps = try #require(seed["ingest_phases_ms"])
+        for step in ["read", "apply", "free"] { #expect(steps[step]?.numberValue != nil, "\(step)") }
+        // The real documents are not in an empty directory: it says so and goes on.
+        guard case .array(let missing)? = report["missing"] else {
+            Issue.record("no missing list")
+            return
+        }
+        #expect(missing.compactMap(\.stringValue) == ["twitter.json", "github_events.json", "canada.json"])
+    }
+
+    @Test func phasesTableFollowsTheComparison() throws {
+        let empty = try Workspace()
+        let run = try CLI.run([
+            "bench", "--seed-sizes", "1", "--rounds", "1", "--no-streaming", "--data", empty.url.path,
+            "--only", "ingest", "--phases",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n")
+        let heading = try #require(lines.firstIndex { $0.hasPrefix("Ingest steps") })
+        #expect(lines[heading + 1].split(separator: " ") == ["dataset", "read", "apply", "free"])
+        #expect(lines[heading + 2].hasPrefix("seed-1MB"))
+    }
+}
