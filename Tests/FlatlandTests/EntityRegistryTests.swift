@@ -53,8 +53,32 @@ private struct TwiceDeclared: Entity {
     static let fields: [Field<TwiceDeclared>] = [Field("a", \.a), Field("a", \.a)]
 }
 
+/// Declares a field under the id's own key, right where the next field is looked for first.
+private struct EchoesID: Entity {
+    static let prefix = "ec"
+    var id: EntityID<EchoesID>
+    var uuid = ""
+    var name = ""
+    init(id: EntityID<EchoesID>) { self.id = id }
+    static let fields: [Field<EchoesID>] = [Field("uuid", \.uuid), Field("name", \.name)]
+}
+
 @Suite("Entities and registry")
 struct EntityRegistryTests {
+    /// The id member is the id, even where the type declares a field with its key.
+    @Test func idKeyWinsOverAFieldOfTheSameName() throws {
+        let store = Store(registry: try EntityRegistry([EchoesID.self]))
+        // ec-3 repeats its id member where the declared "uuid" field is the next one expected.
+        try store.ingest(
+            bytes(#"[{"uuid":"ec-1","name":"n"},{"name":"m","uuid":"ec-2"},{"uuid":"ec-3","uuid":"ec-3","name":"o"}]"#))
+        for id in ["ec-1", "ec-2", "ec-3"] {
+            let entity = try #require(store.entity(EntityID<EchoesID>(id)))
+            #expect(entity.uuid == "")
+            #expect(store.record(id: id)?.presentFields == ["name"])
+        }
+        #expect(store.entity(EntityID<EchoesID>("ec-2"))?.name == "m")
+    }
+
     @Test func registersDistinctPrefixes() throws {
         let registry = try seedRegistry()
         #expect(registry.prefixes == ["d", "s", "u"])

@@ -193,12 +193,27 @@ class EntityType: @unchecked Sendable {
         guard span.count == key.count else { return false }
         let a = UnsafeRawPointer(fieldKeyBytes.baseAddress.unsafelyUnwrapped) + span.start
         guard let b = key.buffer.baseAddress else { return span.count == 0 }
+        // Eight bytes at a time, then the rest.
         var j = 0
+        while j &+ 8 <= span.count {
+            if a.loadUnaligned(fromByteOffset: j, as: UInt64.self)
+                != b.loadUnaligned(fromByteOffset: j, as: UInt64.self)
+            {
+                return false
+            }
+            j &+= 8
+        }
         while j < span.count {
             if a.load(fromByteOffset: j, as: UInt8.self) != b.load(fromByteOffset: j, as: UInt8.self) { return false }
             j &+= 1
         }
         return true
+    }
+
+    /// Whether declared field `i` (any index) is named `key`.
+    @inline(__always)
+    final func isField(_ i: Int, named key: UnsafeRawBufferPointer) -> Bool {
+        i < fieldKeys.count && matches(JSONBytes(unsafeBuffer: key), i)
     }
 
     /// An empty draft for an entity with this id.

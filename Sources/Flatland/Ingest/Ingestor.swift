@@ -59,6 +59,8 @@ public final class Ingestor: JSONEventHandler {
         var provisionalSlice: PendingBatch.Slice?
         /// Entity frames.
         var draft: EntityBox?
+        /// Entity frames: the draft's type, unretained (the registry keeps every type alive).
+        var type: Unmanaged<EntityType>?
         /// The draft is one the batch already holds for this id, decoded into again.
         var reused = false
         /// Typed field index; or -1 not a field, -2 the id member, -3 an untyped member (`key`).
@@ -105,6 +107,10 @@ public final class Ingestor: JSONEventHandler {
     /// Whether every object may be an entity (the resolver has no static rules).
     private let mayIdentifyAll: Bool
     private let versionKey: [UInt8]?
+    /// Whether any key may be a data version key (the options' or a registered type's).
+    private let looksForVersionKeys: Bool
+    /// The id key's length in bytes (-1 without one).
+    private let idKeyLength: Int
     /// The bytes of the current unknown member's key in the top entity frame.
     @exclusivity(unchecked) private var unknownKey = KeyBuffer()
     private let registry: EntityRegistry
@@ -135,6 +141,8 @@ public final class Ingestor: JSONEventHandler {
         prefixedIDs = options.resolver is PrefixedIDResolver
         mayIdentifyAll = prefixedIDs
         versionKey = options.versionKey.map { Array($0.utf8) }
+        looksForVersionKeys = options.versionKey != nil || types.values.contains { $0.dataVersionKeyBytes != nil }
+        idKeyLength = idKey?.count ?? -1
         mergeInPlace =
             options.versionKey == nil && options.badEntity == .failResponse && store.hooks.condition == nil
         parser = JSONStreamParser(handler: IngestorEvents(self), options: options.parser)
@@ -305,7 +313,26 @@ public final class Ingestor: JSONEventHandler {
         }
     }
 
+    @inline(__always)
+    private func isIDKey(_ key: UnsafeRawBufferPointer) -> Bool {
+        guard let idKey else { return false }
+        return idKey.withUnsafeBytes { JSONBytes(unsafeBuffer: key).equals($0) }
+    }
+
     private func entityKey(_ t: Int, _ key: UnsafeRawBufferPointer) {
+        // The usual key: the next declared field of a typed entity, where no version key is
+        // looked for and the key is not the id's.
+        if !looksForVersionKeys, let type = frames[t].type {
+            let next = frames[t].lastField &+ 1
+            // (A type may declare a field under the id's key: the id wins, below.)
+            if type._withUnsafeGuaranteedRef({ $0.isField(next, named: key) }),
+                key.count != idKeyLength || !isIDKey(key)
+            {
+                frames[t].field = next
+                frames[t].lastField = next
+                return
+            }
+        }
         // The type's own version key wins over the one in the options.
         if let own = frames[t].draft?.type?.dataVersionKeyBytes {
             frames[t].isVersion = own.withUnsafeBytes { JSONBytes(unsafeBuffer: key).equals($0) }
@@ -481,6 +508,7 @@ public final class Ingestor: JSONEventHandler {
         frames[t].provisionalSlice = nil
         frames[t].kind = .entity
         frames[t].draft = draft
+        frames[t].type = draft.type.map { .passUnretained($0) }
         frames[t].reused = reused
         draft.isOpen = true
         frames[t].records = false
