@@ -299,7 +299,7 @@ public final class Ingestor: JSONEventHandler {
         case .object:
             if frames[t].records {
                 tape.append(.key, key.buffer)
-                if tape.storage.count > options.maxPendingObjectBytes { forceContainers() }
+                if tape.byteCount > options.maxPendingObjectBytes { forceContainers() }
             }
             frames[t].key = key.string
             if frames[t].undecided {
@@ -436,7 +436,7 @@ public final class Ingestor: JSONEventHandler {
         frames[t].undecided = undecided
         frames[t].mark = tape.mark
         if frames[t].records { tape.append(.beginObject) }
-        if undecided, tape.storage.count > options.maxPendingObjectBytes { forceContainers() }
+        if undecided, tape.byteCount > options.maxPendingObjectBytes { forceContainers() }
     }
 
     private func currentKey(_ t: Int) -> String? {
@@ -528,10 +528,10 @@ public final class Ingestor: JSONEventHandler {
     /// Whether the tape since `mark` holds the id member alone (`{`, the id key, its value): the
     /// usual entity begins with its id, and replaying that member would set nothing.
     private func onlyIDMember(since mark: EventTape.Mark, of draft: EntityBox) -> Bool {
-        guard let idKey, tape.tokens.count == mark.tokens + 3, versionKey != idKey,
+        guard let idKey, tape.tokenCount == mark.tokens + 3, versionKey != idKey,
             draft.type?.dataVersionKeyBytes != idKey
         else { return false }
-        let key = tape.tokens[mark.tokens + 1]
+        let key = tape.token(mark.tokens + 1)
         guard key.kind == .key else { return false }
         return idKey.withUnsafeBytes { id in tape.withBytes(of: key) { JSONBytes(unsafeBuffer: $0).equals(id) } }
     }
@@ -539,14 +539,14 @@ public final class Ingestor: JSONEventHandler {
     /// Decodes the members recorded on the tape since `from` into entity frame `t`.
     private func replayMembers(_ t: Int, from start: EventTape.Mark) throws {
         var i = start.tokens
-        let end = tape.tokens.count
+        let end = tape.tokenCount
         while i < end {
-            let token = tape.tokens[i]
+            let token = tape.token(i)
             guard token.kind == .key else { break }
             tape.withBytes(of: token) { entityKey(t, $0) }
             i += 1
             guard i < end else { break }
-            let value = tape.tokens[i]
+            let value = tape.token(i)
             switch value.kind {
             case .beginArray, .beginObject:
                 let close = tape.matchingEnd(of: i)
@@ -709,14 +709,14 @@ public final class Ingestor: JSONEventHandler {
                 try fieldValueEnded(frame, entity: p)
             }
         }
-        if tape.storage.count > options.maxPendingObjectBytes, frames[p].kind != .entity { forceContainers() }
+        if tape.byteCount > options.maxPendingObjectBytes, frames[p].kind != .entity { forceContainers() }
     }
 
     /// A recorded field value is complete: decode it into its entity and drop it from the tape.
     private func fieldValueEnded(_ frame: Frame, entity p: Int) throws {
         let result: Result<Void, IngestError>
         do throws(FieldError) {
-            try tape.withReader(from: frame.mark, to: tape.tokens.count) { (reader) throws(FieldError) in
+            try tape.withReader(from: frame.mark, to: tape.tokenCount) { (reader) throws(FieldError) in
                 try decodeField(&reader, into: p)
             }
             result = .success(())
