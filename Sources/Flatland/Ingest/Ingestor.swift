@@ -46,6 +46,9 @@ public final class Ingestor: JSONEventHandler {
         var parentKey: String?
         /// The current member's key, where it has to be known as text.
         var key: String?
+        /// Objects: the current member's key is still only bytes, in the ingestor's `pendingKey`
+        /// (only the innermost frame's can be: a child's frame makes it text first).
+        var keyPending = false
         /// Arrays: the current element's index.
         var index = 0
         /// Where this frame's own tokens start on the tape.
@@ -113,6 +116,8 @@ public final class Ingestor: JSONEventHandler {
     private let idKeyLength: Int
     /// The bytes of the current unknown member's key in the top entity frame.
     @exclusivity(unchecked) private var unknownKey = KeyBuffer()
+    /// The bytes of the innermost object's current key, until it has to be text.
+    @exclusivity(unchecked) private var pendingKey = KeyBuffer()
     private let registry: EntityRegistry
     /// The registered types, for matching id prefixes without a lookup.
     private let knownTypes: [EntityType]
@@ -151,6 +156,7 @@ public final class Ingestor: JSONEventHandler {
     deinit {
         scalarToken.deallocate()
         unknownKey.deallocate()
+        pendingKey.deallocate()
     }
 
     /// Bytes read so far.
@@ -227,7 +233,7 @@ public final class Ingestor: JSONEventHandler {
         case .object:
             pushObject(
                 role: .member, nested: frames[t].nested || frames[t].undecided, inEntity: frames[t].inEntity,
-                records: frames[t].records, parentKey: frames[t].key)
+                records: frames[t].records, parentKey: objectKey(t))
         case .array:
             pushObject(
                 role: frames[t].isSliceData ? .sliceElement : .member, nested: frames[t].nested,
@@ -254,10 +260,11 @@ public final class Ingestor: JSONEventHandler {
         }
         switch frames[t].kind {
         case .object:
+            let key = objectKey(t)
             var frame = Frame(
                 kind: .array, role: .member, nested: frames[t].nested || frames[t].undecided,
-                inEntity: frames[t].inEntity, records: frames[t].records, parentKey: frames[t].key)
-            frame.isSliceData = !frames[t].inEntity && frames[t].key == "data"
+                inEntity: frames[t].inEntity, records: frames[t].records, parentKey: key)
+            frame.isSliceData = !frames[t].inEntity && key == "data"
             if frame.isSliceData { frame.sliceItems = [] }
             return frame
         case .array:
@@ -301,7 +308,10 @@ public final class Ingestor: JSONEventHandler {
                 tape.append(.key, key.buffer)
                 if tape.byteCount > options.maxPendingObjectBytes { forceContainers() }
             }
-            frames[t].key = key.string
+            // Made text only if a child or a path needs it: most keys are followed by a scalar.
+            frames[t].key = nil
+            frames[t].keyPending = true
+            pendingKey.set(key.buffer)
             if frames[t].undecided {
                 frames[t].identityKey =
                     identityKeys.firstIndex { bytes in bytes.withUnsafeBytes { key.equals($0) } } ?? -1
@@ -370,13 +380,14 @@ public final class Ingestor: JSONEventHandler {
         switch frames[t].kind {
         case .object:
             if frames[t].records { tape.append(kind, bytes) }
-            if kind == .number, !frames[t].inEntity, let key = frames[t].key {
-                let value = Int(exactly: (try? JSONNumberText(unsafeBuffer: bytes).int64()) ?? -1)
-                switch key {
-                case "offset": frames[t].offset = value
-                case "count": frames[t].count = value
-                case "total": frames[t].total = value
-                default: break
+            if kind == .number, !frames[t].inEntity {
+                func value() -> Int? { Int(exactly: (try? JSONNumberText(unsafeBuffer: bytes).int64()) ?? -1) }
+                if keyEquals(t, "offset") {
+                    frames[t].offset = value()
+                } else if keyEquals(t, "count") {
+                    frames[t].count = value()
+                } else if keyEquals(t, "total") {
+                    frames[t].total = value()
                 }
             }
             let k = frames[t].identityKey
@@ -439,7 +450,24 @@ public final class Ingestor: JSONEventHandler {
         if undecided, tape.byteCount > options.maxPendingObjectBytes { forceContainers() }
     }
 
+    /// Object frame `t`'s current key as text, made from its bytes the first time.
+    private func objectKey(_ t: Int) -> String? {
+        if frames[t].keyPending {
+            frames[t].key = pendingKey.string
+            frames[t].keyPending = false
+        }
+        return frames[t].key
+    }
+
+    /// Whether object frame `t`'s current key is `name`.
+    private func keyEquals(_ t: Int, _ name: StaticString) -> Bool {
+        if frames[t].keyPending { return pendingKey.equals(name) }
+        guard let key = frames[t].key else { return false }
+        return key == name.description
+    }
+
     private func currentKey(_ t: Int) -> String? {
+        if frames[t].keyPending { return pendingKey.string }
         if frames[t].kind == .entity {
             let field = frames[t].field
             if field >= 0, let type = frames[t].draft?.type { return type.fieldKeys[field] }
@@ -513,6 +541,7 @@ public final class Ingestor: JSONEventHandler {
         draft.isOpen = true
         frames[t].records = false
         frames[t].key = nil
+        frames[t].keyPending = false
         frames[t].offset = nil
         frames[t].count = nil
         frames[t].total = nil
@@ -847,6 +876,10 @@ struct KeyBuffer {
     }
 
     var string: String { String(decoding: UnsafeRawBufferPointer(start: base, count: count), as: UTF8.self) }
+
+    func equals(_ text: StaticString) -> Bool {
+        JSONBytes(unsafeBuffer: UnsafeRawBufferPointer(start: base, count: count)).equals(text)
+    }
 
     func deallocate() { base.deallocate() }
 }
