@@ -8,7 +8,7 @@ import Testing
 struct BenchCLITests {
     static let fields = [
         "yajl_raw_mbps", "parse_mbps", "ingest_mbps", "jsondecoder_mbps", "jsonserialization_mbps",
-        "ingest_vs_jsondecoder", "ingest_vs_yajl_raw", "parse_vs_yajl_raw", "mallocs_per_entity",
+        "ingest_vs_jsondecoder", "ingest_vs_yajl_raw", "parse_vs_yajl_raw",
     ]
 
     @Test func jsonReportHasEveryFieldForEachDataset() throws {
@@ -24,6 +24,8 @@ struct BenchCLITests {
             return try #require(Double(number.text))
         }
         for field in Self.fields { #expect(try value(field) > 0, "\(field)") }
+        // Counted by the malloc interposer: none are seen where a sanitizer replaces malloc.
+        #expect(try value("mallocs_per_entity") >= 0)
         // The ratios are the throughputs divided (to the report's three decimals).
         #expect(abs(try value("ingest_vs_jsondecoder") - value("ingest_mbps") / value("jsondecoder_mbps")) < 0.01)
         #expect(abs(try value("parse_vs_yajl_raw") - value("parse_mbps") / value("yajl_raw_mbps")) < 0.01)
