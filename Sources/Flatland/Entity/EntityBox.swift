@@ -42,7 +42,18 @@ class EntityBox: @unchecked Sendable {
     @inline(__always)
     final func decode(field index: Int, from reader: inout FieldReader) throws(FieldError) {
         guard let type else { return }
-        try type.rawDecoders[index](&reader, valueStorage(type: type))
+        try decode(field: index, from: &reader, type: type)
+    }
+
+    /// ``decode(field:from:)`` with the box's type at hand (the ingestor keeps it unretained).
+    @inline(__always)
+    final func decode(field index: Int, from reader: inout FieldReader, type: EntityType) throws(FieldError) {
+        let storage = valueStorage(type: type)
+        var failure: FieldError?
+        type.decoderBoxes[index]._withUnsafeGuaranteedRef { box in
+            do throws(FieldError) { try box.decode(&reader, storage) } catch { failure = error }
+        }
+        if let failure { throw failure }
         present.insert(index)
     }
 

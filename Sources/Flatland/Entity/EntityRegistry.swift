@@ -88,6 +88,11 @@ class EntityType: @unchecked Sendable {
     let classVersion: Int
     /// The fields' decoders, in an array whose type does not depend on the entity type.
     let rawDecoders: [RawFieldDecoder]
+    /// The same decoders, each in a box of its own, unretained (`rawDecoders` keeps them): called
+    /// through a borrowed box, a decoder runs without its context retained and released around
+    /// every value, as it is when called out of an array.
+    let decoderBoxes: UnsafeMutablePointer<Unmanaged<DecoderBox>>
+    private let ownedDecoderBoxes: [DecoderBox]
     /// `prefix.name` of each secondary index, made once.
     let indexKeys: [String]
     /// Each index's reader, in an array whose type does not depend on the entity type.
@@ -107,6 +112,9 @@ class EntityType: @unchecked Sendable {
     ) {
         self.recordType = recordType
         self.rawDecoders = rawDecoders
+        ownedDecoderBoxes = rawDecoders.map(DecoderBox.init)
+        decoderBoxes = .allocate(capacity: max(1, rawDecoders.count))
+        decoderBoxes.initialize(from: ownedDecoderBoxes.map { .passUnretained($0) }, count: rawDecoders.count)
         self.indexKeys = indexKeys
         self.indexValues = indexValues
         self.prefix = prefix
@@ -135,6 +143,7 @@ class EntityType: @unchecked Sendable {
         fieldKeyBytes.deallocate()
         fieldKeySpans.deallocate()
         fieldTable.deallocate()
+        decoderBoxes.deallocate()
     }
 
     /// Whether `id` (UTF-8) is `<this prefix>-<something>`, the form ``EntityIDFormat`` accepts.
@@ -298,4 +307,10 @@ func record(_ value: JSONValue, into tape: inout EventTape) {
         }
         tape.append(.endObject)
     }
+}
+
+/// One field decoder, boxed so that it can be reached unretained.
+final class DecoderBox: Sendable {
+    let decode: RawFieldDecoder
+    init(_ decode: @escaping RawFieldDecoder) { self.decode = decode }
 }

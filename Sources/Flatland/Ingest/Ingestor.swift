@@ -792,11 +792,16 @@ public final class Ingestor: JSONEventHandler {
     private func decodeField(_ reader: inout FieldReader, into e: Int) throws(FieldError) {
         guard !frames[e].failed, frames[e].draft != nil else { return }
         let field = frames[e].field
-        if field >= 0 {
-            // The frame keeps the draft alive: no retain and release around every value.
+        if field >= 0, let type = frames[e].type {
+            // The frame keeps the draft alive, the registry its type: no retain and release
+            // around every value.
             var failure: FieldError?
             Unmanaged.passUnretained(frames[e].draft.unsafelyUnwrapped)._withUnsafeGuaranteedRef { draft in
-                do throws(FieldError) { try draft.decode(field: field, from: &reader) } catch { failure = error }
+                type._withUnsafeGuaranteedRef { type in
+                    do throws(FieldError) {
+                        try draft.decode(field: field, from: &reader, type: type)
+                    } catch { failure = error }
+                }
             }
             if let failure { throw failure }
         } else if field == -3, let draft = frames[e].draft, let key = frames[e].key {
