@@ -211,6 +211,26 @@ struct RepeatedIDTests {
         ]}
         """#
 
+    /// Thousands of entities each met twice in one response (first as a friend, later whole):
+    /// every later object finds its id's draft again, whatever the table's size and collisions.
+    @Test func manyEntitiesMetAgainInOneResponse() throws {
+        let store = Store(registry: try seedRegistry())
+        let n = 5000
+        let users = (0..<n).map { i in
+            let friend = (i + 1) % n
+            return #"{"uuid":"u-\#(i)","friends":[{"uuid":"u-\#(friend)","firstname":"F\#(friend)"}],"age":\#(i)}"#
+        }
+        let result = try store.ingest(bytes("[" + users.joined(separator: ",") + "]"))
+        #expect(result.changes.inserted.count == n)
+        #expect(store.count(prefix: "u") == n)
+        for i in [0, 1, 2, 777, 4098, n - 1] {
+            let user = try #require(store.entity(EntityID<User>("u-\(i)")))
+            #expect(user.age == i)
+            #expect(user.firstname == "F\(i)")
+            #expect(user.friends == [EntityID("u-\((i + 1) % n)")])
+        }
+    }
+
     @Test(arguments: StoreBackend.allCases) func laterObjectsWinWhetherDecodedInPlaceOrFolded(backend: StoreBackend)
         throws
     {

@@ -417,6 +417,9 @@ public final class Ingestor: JSONEventHandler {
     }
 
     private func identityValue(_ t: Int, _ k: Int, _ bytes: UnsafeRawBufferPointer) throws {
+        // An entity met again (a friend, an author) is found from its id's bytes: no string, no
+        // key, no table lookup by them.
+        if prefixedIDs, let found = draftMetAgain(bytes) { return try decide(t, atEnd: false, found: found) }
         let value = String(decoding: bytes, as: UTF8.self)
         if k == 0 {
             frames[t].firstIDValue = value
@@ -483,14 +486,31 @@ public final class Ingestor: JSONEventHandler {
         return key
     }
 
+    /// The batch's draft for the prefixed id in `bytes`, when it may be decoded into again as it
+    /// is (see ``decide(_:atEnd:found:)``).
+    private func draftMetAgain(_ bytes: UnsafeRawBufferPointer) -> EntityBox? {
+        guard mergeInPlace, let type = knownType(ofID: bytes), type.dataVersionKey == nil, let base = bytes.baseAddress
+        else { return nil }
+        lastType = type
+        let hash = idHash(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: bytes.count))
+        guard let existing = batch.draft(id: bytes, hash: hash), !existing.isOpen, existing.type === type else {
+            return nil
+        }
+        return existing
+    }
+
     /// Decides whether undecided object `t` is an entity. An entity decodes the members it has
-    /// recorded and goes on as an entity; anything else goes on as a container.
-    private func decide(_ t: Int, atEnd: Bool) throws {
+    /// recorded and goes on as an entity; anything else goes on as a container. `found` is a
+    /// draft of the batch already matched to the object's id.
+    private func decide(_ t: Int, atEnd: Bool, found: EntityBox? = nil) throws {
         frames[t].undecided = false
         frames[t].identityKey = -1
         var draft: EntityBox?
         var reused = false
-        if let identity = resolve(t) {
+        if let found {
+            draft = found
+            reused = true
+        } else if let identity = resolve(t) {
             if let type = entityType(forPrefix: identity.prefix) {
                 let key = RecordKey(identity.id)
                 if mergeInPlace, type.dataVersionKey == nil, let existing = batch.drafts[key], !existing.isOpen,
@@ -606,12 +626,7 @@ public final class Ingestor: JSONEventHandler {
             guard var id = frames[t].firstIDValue else { return nil }
             // Match the registered types' prefixes on the bytes, the last one first (runs of one
             // type are common), without making a prefix string or hashing one.
-            let known: EntityType? = id.withUTF8 { utf8 in
-                let bytes = UnsafeRawBufferPointer(utf8)
-                if let cached = lastType, cached.isPrefix(ofID: bytes) { return cached }
-                guard knownTypes.count <= 16 else { return nil }
-                return knownTypes.first { $0.isPrefix(ofID: bytes) }
-            }
+            let known = id.withUTF8 { knownType(ofID: UnsafeRawBufferPointer($0)) }
             if let known {
                 lastType = known
                 return ResolvedIdentity(id: id, prefix: known.prefix)
@@ -635,6 +650,14 @@ public final class Ingestor: JSONEventHandler {
         let candidate = IdentityCandidate(
             values: values, parentKey: frames[t].parentKey, isNested: frames[t].nested, endpoint: endpoint)
         return options.resolver.resolve(candidate)
+    }
+
+    /// The registered type whose prefix the id in `bytes` has, matched on the bytes, the last
+    /// one first (runs of one type are common), without making a prefix string or hashing one.
+    private func knownType(ofID bytes: UnsafeRawBufferPointer) -> EntityType? {
+        if let cached = lastType, cached.isPrefix(ofID: bytes) { return cached }
+        guard knownTypes.count <= 16 else { return nil }
+        return knownTypes.first { $0.isPrefix(ofID: bytes) }
     }
 
     /// The registered type for `prefix`, with the last lookup remembered (runs of one type are

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The changes one response makes, gathered while it streams and applied at its end, all at
 /// once or not at all.
 struct PendingBatch {
@@ -11,7 +17,34 @@ struct PendingBatch {
     /// Adds a draft for an id the batch does not hold yet.
     mutating func insert(_ draft: EntityBox) {
         drafts[draft.key] = draft
+        appendToOrder(draft)
+    }
+
+    private mutating func appendToOrder(_ draft: EntityBox) {
         order.append(.passUnretained(draft))
+        byID.insert(hash: draft.key.hash, index: order.count - 1)
+    }
+
+    /// Where `order` is by id hash, so that an id met again is found from its bytes, before it
+    /// is made a `String` and a key.
+    private var byID = OrderIndex()
+
+    /// The draft for the id whose UTF-8 is `bytes` and whose ``RecordKey`` hash is `hash`.
+    /// (Mutating only so that the ingestor reaches its batch in place: read from a class's
+    /// property, the whole batch would be copied and destroyed for every lookup.)
+    mutating func draft(id bytes: UnsafeRawBufferPointer, hash: Int) -> EntityBox? {
+        var found: EntityBox?
+        byID.forEach(hash: hash) { i in
+            let draft = order[i].takeUnretainedValue()
+            let same =
+                draft.key.id.utf8.withContiguousStorageIfAvailable { utf8 in
+                    utf8.count == bytes.count
+                        && (bytes.count == 0 || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+                } ?? false
+            if same { found = draft }
+            return !same
+        }
+        return found
     }
 
     /// Calls `body` with each draft, in order.
@@ -42,7 +75,7 @@ struct PendingBatch {
             drafts[draft.key] = previous
             previous.absorb(draft)
         } else {
-            order.append(.passUnretained(draft))
+            appendToOrder(draft)
         }
     }
 
@@ -63,5 +96,57 @@ struct PendingBatch {
         }
         insert(draft)
         return true
+    }
+}
+
+/// Open addressing from a hash to positions in a list: the positions whose hash matches, tried
+/// in turn until `matches` says one is the entry.
+struct OrderIndex {
+    private var hashes: [Int] = []
+    /// Position + 1, or 0 for an empty slot.
+    private var positions: [Int32] = []
+    private var count = 0
+
+    @inline(__always)
+    private static func slot(_ hash: Int, mask: Int) -> Int {
+        Int(truncatingIfNeeded: UInt64(bitPattern: Int64(hash)) &>> 32) & mask
+    }
+
+    mutating func insert(hash: Int, index: Int) {
+        if (count + 1) * 2 > positions.count { grow() }
+        place(hash: hash, position: Int32(truncatingIfNeeded: index + 1))
+        count += 1
+    }
+
+    private mutating func place(hash: Int, position: Int32) {
+        let mask = positions.count - 1
+        var s = Self.slot(hash, mask: mask)
+        while positions[s] != 0 { s = (s &+ 1) & mask }
+        hashes[s] = hash
+        positions[s] = position
+    }
+
+    private mutating func grow() {
+        let old = (hashes, positions)
+        let size = max(64, positions.count * 2)
+        hashes = Array(repeating: 0, count: size)
+        positions = Array(repeating: 0, count: size)
+        for s in old.1.indices where old.1[s] != 0 { place(hash: old.0[s], position: old.1[s]) }
+    }
+
+    /// Calls `body` with each position stored with this hash while it returns true.
+    @inline(__always)
+    func forEach(hash: Int, _ body: (Int) -> Bool) {
+        guard !positions.isEmpty else { return }
+        positions.withUnsafeBufferPointer { positions in
+            hashes.withUnsafeBufferPointer { hashes in
+                let mask = positions.count - 1
+                var s = Self.slot(hash, mask: mask)
+                while positions[s] != 0 {
+                    if hashes[s] == hash, !body(Int(positions[s]) - 1) { return }
+                    s = (s &+ 1) & mask
+                }
+            }
+        }
     }
 }

@@ -14,6 +14,12 @@ struct RecordKey: Hashable, Sendable {
         hash = id.utf8.withContiguousStorageIfAvailable(idHash) ?? Array(id.utf8).withUnsafeBufferPointer(idHash)
     }
 
+    /// A key whose hash was already worked out from the same bytes (``idHash(_:)``).
+    init(_ id: String, hash: Int) {
+        self.id = id
+        self.hash = hash
+    }
+
     static func == (a: RecordKey, b: RecordKey) -> Bool { a.hash == b.hash && a.id == b.id }
 
     func hash(into hasher: inout Hasher) { hasher.combine(hash) }
