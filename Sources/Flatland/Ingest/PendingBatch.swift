@@ -22,8 +22,15 @@ struct PendingBatch {
 
     private mutating func appendToOrder(_ draft: EntityBox) {
         order.append(.passUnretained(draft))
-        byID.insert(hash: draft.key.hash, index: order.count - 1)
+        // A small batch (an upsert, a short response) is searched in order, without an index.
+        if order.count == Self.indexedFrom {
+            for i in order.indices { byID.insert(hash: order[i]._withUnsafeGuaranteedRef(\.key.hash), index: i) }
+        } else if order.count > Self.indexedFrom {
+            byID.insert(hash: draft.key.hash, index: order.count - 1)
+        }
     }
+
+    private static let indexedFrom = 16
 
     /// Where `order` is by id hash, so that an id met again is found from its bytes, before it
     /// is made a `String` and a key.
@@ -34,15 +41,21 @@ struct PendingBatch {
     /// property, the whole batch would be copied and destroyed for every lookup.)
     mutating func draft(id bytes: UnsafeRawBufferPointer, hash: Int) -> EntityBox? {
         var found: EntityBox?
-        byID.forEach(hash: hash) { i in
+        func check(_ i: Int) -> Bool {
             let draft = order[i].takeUnretainedValue()
             let same =
-                draft.key.id.utf8.withContiguousStorageIfAvailable { utf8 in
+                draft.key.hash == hash
+                && draft.key.id.utf8.withContiguousStorageIfAvailable { utf8 in
                     utf8.count == bytes.count
                         && (bytes.count == 0 || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
                 } ?? false
             if same { found = draft }
             return !same
+        }
+        if order.count < Self.indexedFrom {
+            for i in order.indices where !check(i) { break }
+        } else {
+            byID.forEach(hash: hash, check)
         }
         return found
     }
