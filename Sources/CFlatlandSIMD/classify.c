@@ -132,28 +132,32 @@ static int utf8_unavailable(const uint8_t *block, int has_before) {
 typedef void (*classify_function)(const uint8_t *, flatland_block_masks *);
 typedef int (*utf8_function)(const uint8_t *, int);
 
-static int has_avx2(void) {
+// Chosen once, on the first call of either; a race only stores the same pointers twice.
+static _Atomic(classify_function) chosen_classify = NULL;
+static _Atomic(utf8_function) chosen_utf8 = NULL;
+
+static void choose(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
+    int avx2 = __builtin_cpu_supports("avx2");
+    atomic_store_explicit(&chosen_utf8, avx2 ? utf8_check_avx2 : utf8_unavailable, memory_order_relaxed);
+    atomic_store_explicit(
+        &chosen_classify, avx2 ? classify_avx2 : flatland_classify_block_baseline, memory_order_relaxed);
 }
 
 void flatland_classify_block(const uint8_t *block, flatland_block_masks *out) {
-    // Chosen once; a race only stores the same pointer twice.
-    static _Atomic(classify_function) chosen = NULL;
-    classify_function f = atomic_load_explicit(&chosen, memory_order_relaxed);
+    classify_function f = atomic_load_explicit(&chosen_classify, memory_order_relaxed);
     if (f == NULL) {
-        f = has_avx2() ? classify_avx2 : flatland_classify_block_baseline;
-        atomic_store_explicit(&chosen, f, memory_order_relaxed);
+        choose();
+        f = atomic_load_explicit(&chosen_classify, memory_order_relaxed);
     }
     f(block, out);
 }
 
 int flatland_utf8_block_check(const uint8_t *block, int has_before) {
-    static _Atomic(utf8_function) chosen = NULL;
-    utf8_function f = atomic_load_explicit(&chosen, memory_order_relaxed);
+    utf8_function f = atomic_load_explicit(&chosen_utf8, memory_order_relaxed);
     if (f == NULL) {
-        f = has_avx2() ? utf8_check_avx2 : utf8_unavailable;
-        atomic_store_explicit(&chosen, f, memory_order_relaxed);
+        choose();
+        f = atomic_load_explicit(&chosen_utf8, memory_order_relaxed);
     }
     return f(block, has_before);
 }

@@ -211,6 +211,22 @@ struct RepeatedIDTests {
         ]}
         """#
 
+    /// An id with bytes that are not UTF-8, read with repair on: the record is found again by
+    /// the repaired text, in the same response and afterwards (the id's hash is worked out from
+    /// the bytes the parser hands over, which must be the text's).
+    @Test func repairedIDIsFoundByItsText() throws {
+        let store = Store(registry: try seedRegistry())
+        var options = IngestOptions()
+        options.parser.replaceInvalidUTF8 = true
+        var document = Array(#"[{"uuid":"u-a"#.utf8) + [0xFF] + Array(#"b","age":1},{"uuid":"u-a"#.utf8) + [0xFF]
+        document += Array(#"b","firstname":"F"}]"#.utf8)
+        try store.ingest(document, options: options)
+        let user = try #require(store.entity(EntityID<User>("u-a\u{FFFD}b")))
+        #expect(user.age == 1)
+        #expect(user.firstname == "F")
+        #expect(store.count(prefix: "u") == 1)
+    }
+
     /// Thousands of entities each met twice in one response (first as a friend, later whole):
     /// every later object finds its id's draft again, whatever the table's size and collisions.
     @Test func manyEntitiesMetAgainInOneResponse() throws {

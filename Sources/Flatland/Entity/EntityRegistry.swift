@@ -86,11 +86,9 @@ class EntityType: @unchecked Sendable {
     /// ``dataVersionKey`` as UTF-8, for comparing keys without allocating.
     let dataVersionKeyBytes: [UInt8]?
     let classVersion: Int
-    /// The fields' decoders, in an array whose type does not depend on the entity type.
-    let rawDecoders: [RawFieldDecoder]
-    /// The same decoders, each in a box of its own, unretained (`rawDecoders` keeps them): called
-    /// through a borrowed box, a decoder runs without its context retained and released around
-    /// every value, as it is when called out of an array.
+    /// The fields' decoders, each in a box of its own, unretained (`ownedDecoderBoxes` keeps
+    /// them): called through a borrowed box, a decoder runs without its context retained and
+    /// released around every value, as it is when called out of an array.
     let decoderBoxes: UnsafeMutablePointer<Unmanaged<DecoderBox>>
     private let ownedDecoderBoxes: [DecoderBox]
     /// `prefix.name` of each secondary index, made once.
@@ -111,7 +109,6 @@ class EntityType: @unchecked Sendable {
         indexValues: [IndexValueReader]
     ) {
         self.recordType = recordType
-        self.rawDecoders = rawDecoders
         ownedDecoderBoxes = rawDecoders.map(DecoderBox.init)
         decoderBoxes = .allocate(capacity: max(1, rawDecoders.count))
         decoderBoxes.initialize(from: ownedDecoderBoxes.map { .passUnretained($0) }, count: rawDecoders.count)

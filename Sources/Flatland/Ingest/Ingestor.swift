@@ -418,8 +418,15 @@ public final class Ingestor: JSONEventHandler {
 
     private func identityValue(_ t: Int, _ k: Int, _ bytes: UnsafeRawBufferPointer) throws {
         // An entity met again (a friend, an author) is found from its id's bytes: no string, no
-        // key, no table lookup by them.
-        if prefixedIDs, let found = draftMetAgain(bytes) { return try decide(t, atEnd: false, found: found) }
+        // key, no table lookup by them. A new one gets the hash worked out for the lookup.
+        var hash: Int?
+        if prefixedIDs {
+            let lookup = lookUpInBatch(bytes)
+            if let found = lookup.draft { return try decide(t, atEnd: false, found: found) }
+            hash = lookup.hash
+        }
+        // The parser hands over well-formed UTF-8 only (repaired first when asked to), so the
+        // string's bytes are these bytes and the hash is the string's.
         let value = String(decoding: bytes, as: UTF8.self)
         if k == 0 {
             frames[t].firstIDValue = value
@@ -433,7 +440,7 @@ public final class Ingestor: JSONEventHandler {
             frames[t].firstIDValue != nil
             && (identityKeyNames.count == 1
                 || (!frames[t].otherIDValues.isEmpty && frames[t].otherIDValues.dropFirst().allSatisfy { $0 != nil }))
-        if complete { try decide(t, atEnd: false) }
+        if complete { try decide(t, atEnd: false, idHash: hash) }
     }
 
     // MARK: Frames
@@ -486,23 +493,24 @@ public final class Ingestor: JSONEventHandler {
         return key
     }
 
-    /// The batch's draft for the prefixed id in `bytes`, when it may be decoded into again as it
-    /// is (see ``decide(_:atEnd:found:)``).
-    private func draftMetAgain(_ bytes: UnsafeRawBufferPointer) -> EntityBox? {
-        guard mergeInPlace, let type = knownType(ofID: bytes), type.dataVersionKey == nil, let base = bytes.baseAddress
-        else { return nil }
+    /// For a prefixed id of a registered type, in `bytes`: its ``RecordKey`` hash, and the
+    /// batch's draft for it when that may be decoded into again as it is (the conditions
+    /// ``decide(_:atEnd:found:idHash:)`` would check). Both nil for an id of no known type.
+    private func lookUpInBatch(_ bytes: UnsafeRawBufferPointer) -> (draft: EntityBox?, hash: Int?) {
+        guard let type = knownType(ofID: bytes), let base = bytes.baseAddress else { return (nil, nil) }
         lastType = type
         let hash = idHash(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: bytes.count))
-        guard let existing = batch.draft(id: bytes, hash: hash), !existing.isOpen, existing.type === type else {
-            return nil
-        }
-        return existing
+        guard mergeInPlace, type.dataVersionKey == nil, let existing = batch.draft(id: bytes, hash: hash),
+            !existing.isOpen, existing.type === type
+        else { return (nil, hash) }
+        return (existing, hash)
     }
 
     /// Decides whether undecided object `t` is an entity. An entity decodes the members it has
     /// recorded and goes on as an entity; anything else goes on as a container. `found` is a
-    /// draft of the batch already matched to the object's id.
-    private func decide(_ t: Int, atEnd: Bool, found: EntityBox? = nil) throws {
+    /// draft of the batch already matched to the object's id; `idHash`, when set, is the id's
+    /// hash from a lookup by its bytes that found no draft to reuse (so none is looked for again).
+    private func decide(_ t: Int, atEnd: Bool, found: EntityBox? = nil, idHash: Int? = nil) throws {
         frames[t].undecided = false
         frames[t].identityKey = -1
         var draft: EntityBox?
@@ -512,9 +520,9 @@ public final class Ingestor: JSONEventHandler {
             reused = true
         } else if let identity = resolve(t) {
             if let type = entityType(forPrefix: identity.prefix) {
-                let key = RecordKey(identity.id)
-                if mergeInPlace, type.dataVersionKey == nil, let existing = batch.drafts[key], !existing.isOpen,
-                    existing.type === type
+                let key = idHash.map { RecordKey(identity.id, hash: $0) } ?? RecordKey(identity.id)
+                if idHash == nil, mergeInPlace, type.dataVersionKey == nil, let existing = batch.drafts[key],
+                    !existing.isOpen, existing.type === type
                 {
                     draft = existing
                     reused = true
