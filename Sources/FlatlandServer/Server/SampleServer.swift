@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ServiceLifecycle
 
 /// The sample backend of the seed's API, served by Hummingbird.
 ///
@@ -49,7 +50,13 @@ public final class SampleServer: Sendable {
     /// Its test controls.
     public let knobs: ServerKnobs
     let api: SampleAPI
-    private let running = NIOLockedValueBox<(task: Task<Void, any Error>?, port: Int?)>((nil, nil))
+    private let running = NIOLockedValueBox<Running>(Running())
+
+    private struct Running {
+        var task: Task<Void, any Error>?
+        var group: ServiceGroup?
+        var port: Int?
+    }
 
     /// A server; nothing is bound until ``start()`` or ``run(onStart:)``.
     public init(configuration: Configuration = Configuration()) {
@@ -66,15 +73,19 @@ public final class SampleServer: Sendable {
     public var baseURL: URL? { port.map { URL(string: "http://\(configuration.host):\($0)")! } }
 
     private func makeApplication(onStart: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
-        var logger = Logger(label: "flatland.server")
-        logger.logLevel = .critical
         let api = self.api
         return Application(
             responder: CallbackResponder<BasicRequestContext> { request, _ in await api.respond(to: request) },
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "flatland-sample"),
             onServerRunning: { channel in onStart(channel.localAddress?.port ?? 0) },
-            logger: logger)
+            logger: Self.logger)
+    }
+
+    private static var logger: Logger {
+        var logger = Logger(label: "flatland.server")
+        logger.logLevel = .critical
+        return logger
     }
 
     /// Starts serving in the background and returns the bound port.
@@ -89,9 +100,14 @@ public final class SampleServer: Sendable {
                     c = nil
                 }
             }
+            // Run in a service group so that `stop()` can shut it down gracefully: cancelling the
+            // serving task instead drops connections accepted but not yet served, and NIO traps on
+            // their unfinished writers (swift-nio issue 3481).
+            let group = ServiceGroup(
+                configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Self.logger))
             let task = Task {
                 do {
-                    try await app.runService(gracefulShutdownSignals: [])
+                    try await group.run()
                 } catch {
                     started.withLockedValue { c in
                         c?.resume(throwing: error)
@@ -100,19 +116,23 @@ public final class SampleServer: Sendable {
                     throw error
                 }
             }
-            running.withLockedValue { $0.task = task }
+            running.withLockedValue {
+                $0.task = task
+                $0.group = group
+            }
         }
     }
 
     /// Stops serving: held responses are released, connections closed.
     public func stop() async {
         knobs.releaseAll()
-        let task = running.withLockedValue { r -> Task<Void, any Error>? in
-            defer { r = (nil, nil) }
-            return r.task
+        let stopping = running.withLockedValue { r -> Running in
+            defer { r = Running() }
+            return r
         }
-        task?.cancel()
-        _ = await task?.result
+        // Stops accepting, lets the requests in flight finish, then closes every connection.
+        await stopping.group?.triggerGracefulShutdown()
+        _ = await stopping.task?.result
     }
 
     /// Serves in the foreground until SIGINT or SIGTERM; `onStart` gets the bound port.
