@@ -32,7 +32,7 @@ public final class Ingestor: JSONEventHandler {
         case field
     }
 
-    struct Frame {
+    struct Frame: ReusableFrame {
         var kind: Kind
         var role: Role
         /// Inside an entity, or inside an object whose identity is not known yet.
@@ -79,14 +79,48 @@ public final class Ingestor: JSONEventHandler {
         /// Arrays: whether this is a slice's `data` array.
         var isSliceData = false
 
+        private init() {
+            kind = .object
+            role = .member
+            nested = false
+            inEntity = false
+            records = false
+        }
+
+        static var blank: Frame { Frame() }
+
+        /// Makes this (reused) frame a new one: every member set as a new frame's, references
+        /// released only where they are set.
         @inline(__always)
-        init(kind: Kind, role: Role, nested: Bool, inEntity: Bool, records: Bool, parentKey: String?) {
+        mutating func reset(kind: Kind, role: Role, nested: Bool, inEntity: Bool, records: Bool, parentKey: String?) {
             self.kind = kind
             self.role = role
             self.nested = nested
-            self.inEntity = inEntity
             self.records = records
+            undecided = false
+            self.inEntity = inEntity
             self.parentKey = parentKey
+            if key != nil { key = nil }
+            keyPending = false
+            index = 0
+            mark = EventTape.Mark(tokens: 0, bytes: 0)
+            identityKey = -1
+            if firstIDValue != nil { firstIDValue = nil }
+            if !otherIDValues.isEmpty { otherIDValues = [] }
+            if !provisionalItems.isEmpty { provisionalItems = [] }
+            if provisionalSlice != nil { provisionalSlice = nil }
+            if draft != nil { draft = nil }
+            type = nil
+            reused = false
+            field = -1
+            lastField = -1
+            isVersion = false
+            failed = false
+            offset = nil
+            count = nil
+            total = nil
+            if sliceItems != nil { sliceItems = nil }
+            isSliceData = false
         }
     }
 
@@ -247,57 +281,73 @@ public final class Ingestor: JSONEventHandler {
     }
 
     public func beginArray() throws {
-        frames.append(arrayFrame())
+        pushArray()
         let t = frames.count - 1
         frames[t].mark = tape.mark
         if frames[t].records { tape.append(.beginArray) }
     }
 
-    /// The frame of an array that begins in the innermost frame.
-    private func arrayFrame() -> Frame {
-        guard let t = frames.lastIndex else {
-            return Frame(kind: .array, role: .member, nested: false, inEntity: false, records: false, parentKey: nil)
+    /// Opens the frame of an array that begins in the innermost frame.
+    private func pushArray() {
+        guard let p = frames.lastIndex else {
+            let t = frames.pushSlot()
+            frames[t].reset(kind: .array, role: .member, nested: false, inEntity: false, records: false, parentKey: nil)
+            return
         }
-        switch frames[t].kind {
+        switch frames[p].kind {
         case .object:
-            let key = objectKey(t)
-            var frame = Frame(
-                kind: .array, role: .member, nested: frames[t].nested || frames[t].undecided,
-                inEntity: frames[t].inEntity, records: frames[t].records, parentKey: key)
-            frame.isSliceData = !frames[t].inEntity && key == "data"
-            if frame.isSliceData { frame.sliceItems = [] }
-            return frame
+            let key = objectKey(p)
+            let isSliceData = !frames[p].inEntity && key == "data"
+            let (nested, inEntity, records) = (
+                frames[p].nested || frames[p].undecided, frames[p].inEntity, frames[p].records
+            )
+            let t = frames.pushSlot()
+            frames[t].reset(
+                kind: .array, role: .member, nested: nested, inEntity: inEntity, records: records, parentKey: key)
+            frames[t].isSliceData = isSliceData
+            if isSliceData { frames[t].sliceItems = [] }
         case .array:
-            return Frame(
-                kind: .array, role: frames[t].isSliceData ? .sliceElement : .member, nested: frames[t].nested,
-                inEntity: frames[t].inEntity, records: frames[t].records, parentKey: frames[t].parentKey)
+            let role: Role = frames[p].isSliceData ? .sliceElement : .member
+            let (nested, inEntity, records, parentKey) = (
+                frames[p].nested, frames[p].inEntity, frames[p].records, frames[p].parentKey
+            )
+            let t = frames.pushSlot()
+            frames[t].reset(
+                kind: .array, role: role, nested: nested, inEntity: inEntity, records: records, parentKey: parentKey)
         case .entity:
-            let isField = frames[t].field >= 0 || frames[t].field == -3
-            return Frame(
+            let isField = frames[p].field >= 0 || frames[p].field == -3
+            let key = childKey(p)
+            let t = frames.pushSlot()
+            frames[t].reset(
                 kind: .array, role: isField ? .field : .member, nested: true, inEntity: true, records: isField,
-                parentKey: childKey(t))
+                parentKey: key)
         }
     }
 
     public func endArray() throws {
-        let frame = frames.removeLast()
-        if frame.records { tape.append(.endArray) }
-        if frame.isSliceData, let p = frames.lastIndex { frames[p].sliceItems = frame.sliceItems }
-        try childEnded(frame, id: nil)
+        frames.pop()
+        if frames.popped.records { tape.append(.endArray) }
+        if frames.popped.isSliceData, let p = frames.lastIndex {
+            // Moved, not shared: the popped frame's copy would make the parent's next append copy.
+            frames[p].sliceItems = frames.popped.sliceItems.take()
+        }
+        try childEnded(role: frames.popped.role, mark: frames.popped.mark, id: nil)
     }
 
     public func endObject() throws {
         let t = frames.count - 1
         if frames[t].undecided { try decide(t, atEnd: true) }
         if frames[t].kind == .entity { return try entityEnded() }
-        let frame = frames.removeLast()
-        if frame.records { tape.append(.endObject) }
-        if let items = frame.sliceItems, !frame.inEntity,
-            frame.offset != nil || frame.count != nil || frame.total != nil
+        frames.pop()
+        if frames.popped.records { tape.append(.endObject) }
+        if frames.popped.sliceItems != nil, !frames.popped.inEntity,
+            frames.popped.offset != nil || frames.popped.count != nil || frames.popped.total != nil,
+            let items = frames.popped.sliceItems.take()
         {
-            offerSlice(PendingBatch.Slice(offset: frame.offset ?? 0, total: frame.total, items: items))
+            offerSlice(
+                PendingBatch.Slice(offset: frames.popped.offset ?? 0, total: frames.popped.total, items: items))
         }
-        try childEnded(frame, id: nil)
+        try childEnded(role: frames.popped.role, mark: frames.popped.mark, id: nil)
     }
 
     public func key(_ key: JSONBytes) throws {
@@ -448,12 +498,10 @@ public final class Ingestor: JSONEventHandler {
     private func pushObject(role: Role, nested: Bool, inEntity: Bool, records: Bool, parentKey: String?) {
         let undecided =
             mayIdentifyAll || options.resolver.mayIdentify(parentKey: parentKey, isNested: nested, endpoint: endpoint)
-        // Made in place on the stack: a local frame moved there is copied and destroyed instead.
-        frames.append(
-            Frame(
-                kind: .object, role: role, nested: nested, inEntity: inEntity, records: records || undecided,
-                parentKey: parentKey))
-        let t = frames.count - 1
+        let t = frames.pushSlot()
+        frames[t].reset(
+            kind: .object, role: role, nested: nested, inEntity: inEntity, records: records || undecided,
+            parentKey: parentKey)
         frames[t].undecided = undecided
         frames[t].mark = tape.mark
         if frames[t].records { tape.append(.beginObject) }
@@ -731,30 +779,33 @@ public final class Ingestor: JSONEventHandler {
 
     /// An entity's object ended: hand its draft to the batch and its id to the parent.
     private func entityEnded() throws {
-        let frame = frames.removeLast()
-        guard let draft = frame.draft else { return }
+        frames.pop()
+        let (role, mark, failed, inEntity) = (
+            frames.popped.role, frames.popped.mark, frames.popped.failed, frames.popped.inEntity
+        )
+        guard let draft = frames.popped.draft else { return }
         draft.isOpen = false
-        var listed = !frame.failed
-        if frame.reused {
+        var listed = !failed
+        if frames.popped.reused {
             // Already in the batch: its fields were decoded into the draft there.
         } else if mergeInPlace, draft.type?.dataVersionKey == nil {
             batch.addUnversioned(draft)
-        } else if !frame.failed {
+        } else if !failed {
             if let condition = store.hooks.condition, !condition(IncomingEntity(draft: draft)) {
                 listed = false
             } else {
                 _ = batch.add(draft) { store.currentVersion(of: draft.id) }
             }
         }
-        if listed, !frame.inEntity { offerTaskItem(draft.key) }
-        try childEnded(frame, id: draft.id, listed: listed)
+        if listed, !inEntity { offerTaskItem(draft.key) }
+        try childEnded(role: role, mark: mark, id: draft.id, listed: listed)
     }
 
     /// A child frame ended; `id` is set when it was an entity.
-    private func childEnded(_ frame: Frame, id: String?, listed: Bool = true) throws {
+    private func childEnded(role: Role, mark: EventTape.Mark, id: String?, listed: Bool = true) throws {
         guard let p = frames.lastIndex else { return }
         if frames[p].records, let id, frames[p].kind != .entity { tape.appendReference(id) }
-        switch frame.role {
+        switch role {
         case .member:
             if frames[p].kind == .array { frames[p].index += 1 }
         case .sliceElement:
@@ -766,24 +817,24 @@ public final class Ingestor: JSONEventHandler {
             if let id {
                 try deliverReference(id, to: p)
             } else {
-                try fieldValueEnded(frame, entity: p)
+                try fieldValueEnded(from: mark, entity: p)
             }
         }
         if tape.byteCount > options.maxPendingObjectBytes, frames[p].kind != .entity { forceContainers() }
     }
 
     /// A recorded field value is complete: decode it into its entity and drop it from the tape.
-    private func fieldValueEnded(_ frame: Frame, entity p: Int) throws {
+    private func fieldValueEnded(from mark: EventTape.Mark, entity p: Int) throws {
         let result: Result<Void, IngestError>
         do throws(FieldError) {
-            try tape.withReader(from: frame.mark, to: tape.tokenCount) { (reader) throws(FieldError) in
+            try tape.withReader(from: mark, to: tape.tokenCount) { (reader) throws(FieldError) in
                 try decodeField(&reader, into: p)
             }
             result = .success(())
         } catch {
             result = fieldFailed(error, frame: p)
         }
-        tape.truncate(to: frame.mark)
+        tape.truncate(to: mark)
         try result.get()
     }
 
