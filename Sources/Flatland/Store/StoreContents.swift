@@ -7,7 +7,10 @@ public struct StoreContents: Sendable {
     var records: [RecordKey: EntityBox] = [:]
     /// Set in a lazy store: records, indexes and collections live in persistence.
     var backing: PersistentBacking?
-    var idsByPrefix: [String: Set<RecordKey>] = [:]
+    /// How many records each prefix has. (The records of one prefix are listed by a scan: a
+    /// set of each prefix's ids would cost every new record an insertion, and the store a second
+    /// table of every id, for the sake of a listing that is rarely asked for.)
+    var prefixCounts = PrefixCounts()
     /// `prefix.index` → value → ids.
     var indexes: [String: [IndexValue: IDSet]] = [:]
     var collections: [String: EntityCollection] = [:]
@@ -33,7 +36,7 @@ public struct StoreContents: Sendable {
             return
         }
         if !alreadyStored { records[box.key] = box }
-        if old == nil { idsByPrefix[box.prefix, default: []].insert(box.key) }
+        if old == nil { prefixCounts.add(box, 1) }
         if let type = box.type, type.hasIndexes {
             if let old { removeIndexes(old, type: type) }
             insertIndexes(box, type: type)
@@ -49,7 +52,7 @@ public struct StoreContents: Sendable {
         let key = RecordKey(id)
         guard let old = records.removeValue(forKey: key) else { return false }
         if let type = old.type, type.hasIndexes { removeIndexes(old, type: type) }
-        idsByPrefix[old.prefix]?.remove(key)
+        prefixCounts.add(old, -1)
         return true
     }
 
@@ -75,7 +78,7 @@ public struct StoreContents: Sendable {
 
     func sortedIDs(prefix: String) -> [String] {
         if let backing { return backing.attempt { try backing.source.ids(prefix: prefix) } ?? [] }
-        return (idsByPrefix[prefix] ?? []).map(\.id).sorted()
+        return records.compactMap { $0.value.prefix == prefix ? $0.key.id : nil }.sorted()
     }
 
     func allSortedIDs() -> [String] {
@@ -86,7 +89,7 @@ public struct StoreContents: Sendable {
     /// The records with this prefix, sorted by id.
     func boxes(prefix: String) -> [EntityBox] {
         if let backing { return backing.boxes(prefix: prefix) }
-        return (idsByPrefix[prefix] ?? []).sorted { $0.id < $1.id }.compactMap { records[$0] }
+        return records.values.filter { $0.prefix == prefix }.sorted { $0.id < $1.id }
     }
 
     var recordCount: Int {
@@ -96,12 +99,12 @@ public struct StoreContents: Sendable {
 
     func recordCount(prefix: String) -> Int {
         if let backing { return backing.attempt { try backing.source.count(prefix: prefix) } ?? 0 }
-        return idsByPrefix[prefix]?.count ?? 0
+        return prefixCounts[prefix]
     }
 
     var countsByPrefix: [String: Int] {
         if let backing { return backing.attempt { try backing.source.countsByPrefix() } ?? [:] }
-        return idsByPrefix.compactMapValues { $0.isEmpty ? nil : $0.count }
+        return prefixCounts.all
     }
 
     /// The records whose index `key` (`prefix.name`) holds `value`, sorted by id. A lazy store
@@ -165,6 +168,38 @@ struct IDSet: Sendable {
     var ids: [String] { many.map { Array($0) } ?? single.map { [$0] } ?? [] }
 }
 
+/// How many records a store has of each prefix: counted by entity type (a pointer compared with
+/// the few types a store holds) rather than by hashing the prefix of every record stored.
+struct PrefixCounts: Sendable {
+    private var typed: [(type: ObjectIdentifier, prefix: String, count: Int)] = []
+    private var untyped: [String: Int] = [:]
+
+    /// Counts `box` in (`delta` 1) or out (-1).
+    mutating func add(_ box: EntityBox, _ delta: Int) {
+        guard let type = box.type else {
+            untyped[box.prefix, default: 0] += delta
+            return
+        }
+        let id = ObjectIdentifier(type)
+        for i in typed.indices where typed[i].type == id {
+            typed[i].count += delta
+            return
+        }
+        typed.append((id, type.prefix, delta))
+    }
+
+    subscript(prefix: String) -> Int {
+        typed.reduce(untyped[prefix] ?? 0) { $0 + ($1.prefix == prefix ? $1.count : 0) }
+    }
+
+    /// Every prefix with at least one record.
+    var all: [String: Int] {
+        var counts = untyped
+        for entry in typed { counts[entry.prefix, default: 0] += entry.count }
+        return counts.filter { $0.value > 0 }
+    }
+}
+
 /// The read API shared by a live ``Store`` and a ``StoreSnapshot``.
 public protocol StoreReader {
     /// Calls `body` with a consistent view of the contents.
@@ -189,12 +224,13 @@ extension StoreReader {
     /// Whether this entity exists.
     public func contains<E: Entity>(_ id: EntityID<E>) -> Bool { contains(id.rawValue) }
 
-    /// Every entity of a type, sorted by id (from the index by type, not a scan).
+    /// Every entity of a type, sorted by id. In memory this looks at every record (the records
+    /// of a type are counted, not indexed); a lazy store asks its persistence.
     public func all<E: Entity>(_ type: E.Type) -> [E] {
         withContents { c in c.boxes(prefix: E.prefix).compactMap { ($0 as? TypedBox<E>)?.value } }
     }
 
-    /// The ids of every record with this prefix, sorted.
+    /// The ids of every record with this prefix, sorted. In memory this looks at every record.
     public func ids(prefix: String) -> [String] { withContents { $0.sortedIDs(prefix: prefix) } }
 
     /// Every id in the store, sorted.
