@@ -18,7 +18,7 @@ build: deps
 	$(SWIFT) build -Xswiftc -warnings-as-errors
 
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Examples/SeedSDK/Sources Examples/SeedSDK/Tests
+	$(SWIFT) format lint --strict -r Sources Tests Fuzz Examples/SeedSDK/Sources Examples/SeedSDK/Tests
 
 ## The sample backend of the seed's API on loopback (PORT=8080 by default).
 serve: deps

@@ -1,30 +1,56 @@
 #!/usr/bin/env bash
-# Builds the FlatlandJSON libFuzzer harness with AddressSanitizer and runs it.
-#   scripts/fuzz.sh [SECONDS]   (default 60)
-# Build products, corpus and crash files go to .fuzz/ (git-ignored). Exits non-zero when the
-# fuzzer finds a crash, a leak or a failed check.
+# Builds the libFuzzer harnesses with AddressSanitizer and runs each of them.
+#   scripts/fuzz.sh [SECONDS] [json|ingest|all]   (default 60 seconds each, all)
+# json: the FlatlandJSON parser (Fuzz/FlatlandJSONFuzzer). ingest: the ingestor and the store
+# (Fuzz/FlatlandIngestFuzzer). Build products, corpora and crash files go to .fuzz/ (git-ignored).
+# Exits non-zero when a fuzzer finds a crash, a leak or a failed check.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 SECONDS_TO_RUN="${1:-60}"
+WHICH="${2:-all}"
 OUT=.fuzz
-BIN="$OUT/FlatlandJSONFuzzer"
-CORPUS="$OUT/corpus"
-ARTIFACTS="$OUT/artifacts"
-mkdir -p "$OUT" "$CORPUS" "$ARTIFACTS"
+MODULES="$OUT/modules"
+mkdir -p "$OUT" "$MODULES"
+# A trap's report comes from the fuzzer and the sanitizer; Swift's backtracer would read the
+# sanitizer's shadow stack.
+export SWIFT_BACKTRACE=enable=no
+INCLUDES=(-I Sources/CYAJL -I Sources/CFlatlandSIMD/include)
+read -r -a YAJL_CFLAGS <<<"$(pkg-config --cflags yajl 2>/dev/null)"
+SWIFTC=(swiftc -sanitize=fuzzer,address -parse-as-library -O -g "${INCLUDES[@]}" "${YAJL_CFLAGS[@]}")
 
-echo "== building $BIN"
-rm -f "$BIN"
+quiet() { grep -v 'Cannot export local symbol' || true; }
+
+echo "== building"
 # The SIMD block classifier is C: compiled on its own, with the same sanitizers.
 clang -fsanitize=fuzzer-no-link,address -O2 -g -c -I Sources/CFlatlandSIMD/include \
     Sources/CFlatlandSIMD/classify.c -o "$OUT/classify.o" || { echo "build failed" >&2; exit 1; }
-# shellcheck disable=SC2046
-swiftc -sanitize=fuzzer,address -parse-as-library -O -g \
-    -module-name FlatlandJSONFuzz \
-    -I Sources/CYAJL -I Sources/CFlatlandSIMD/include $(pkg-config --cflags yajl 2>/dev/null) \
-    $(find Sources/FlatlandJSON -name '*.swift' | sort) Fuzz/FlatlandJSONFuzzer/main.swift \
-    "$OUT/classify.o" -lyajl -o "$BIN" 2>&1 | { grep -v 'Cannot export local symbol' || true; }
-[ -x "$BIN" ] || { echo "build failed" >&2; exit 1; }
+# The library modules, as SwiftPM would make them: FlatlandJSON, then Flatland on top of it.
+module() {
+    local name="$1"
+    rm -f "$OUT/$name.o"
+    # shellcheck disable=SC2046
+    "${SWIFTC[@]}" -wmo -package-name flatland -module-name "$name" -I "$MODULES" \
+        -emit-module -emit-module-path "$MODULES/$name.swiftmodule" -c -o "$OUT/$name.o" \
+        $(find "Sources/$name" -name '*.swift' | sort) 2>&1 | quiet
+    [ -f "$OUT/$name.o" ] || { echo "build of $name failed" >&2; exit 1; }
+}
+module FlatlandJSON
+module Flatland
+harness() {
+    local name="$1"
+    shift
+    rm -f "$OUT/$name"
+    "${SWIFTC[@]}" -module-name "${name}Main" -I "$MODULES" "Fuzz/$name/main.swift" Fuzz/Shared/*.swift \
+        "$@" "$OUT/classify.o" -lyajl -o "$OUT/$name" 2>&1 | quiet
+    [ -x "$OUT/$name" ] || { echo "build of $name failed" >&2; exit 1; }
+}
+harness FlatlandJSONFuzzer "$OUT/FlatlandJSON.o"
+harness FlatlandIngestFuzzer "$OUT/FlatlandJSON.o" "$OUT/Flatland.o"
+
+CORPUS="$OUT/corpus"
+INGEST_CORPUS="$OUT/ingest-corpus"
+mkdir -p "$CORPUS" "$INGEST_CORPUS" "$OUT/artifacts"
 
 # Seeds: three header bytes (options, chunk seed, largest chunk), then a JSON text.
 seed() {
@@ -101,17 +127,57 @@ printf '\x08\x03\x02%s' "$(printf '{"a":[%.0s' $(seq 9))1$(printf ']}%.0s' $(seq
 printf '\x00\x09\x05["%s"]' "$(printf 'x\\u00e9%.0s' $(seq 200))" >"$CORPUS/seed-long-string"
 printf '\x08\x09\x05[%s]' "$(printf '7%.0s' $(seq 40))" >"$CORPUS/seed-long-number"
 
-echo "== fuzzing for $SECONDS_TO_RUN s (log: $OUT/last-run.log)"
-set +e
-"$BIN" "$CORPUS" -dict="$OUT/json.dict" -max_total_time="$SECONDS_TO_RUN" -max_len=2048 -timeout=10 \
-    -artifact_prefix="$ARTIFACTS/" -print_final_stats=1 >"$OUT/last-run.log" 2>&1
-status=$?
-set -e
-grep -E '^(==[0-9]+==ERROR|SUMMARY|Fatal error|.*fatal error|artifact_prefix|Test unit written)' "$OUT/last-run.log" || true
-grep -E '^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)' "$OUT/last-run.log" | sort -u || true
-runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/last-run.log" | tail -1)
-if [ "$status" -ne 0 ]; then
-    echo "summary: ${runs:-?} executions, crash found (status $status); artifacts in $ARTIFACTS" >&2
-    exit "$status"
-fi
-echo "summary: ${runs:-?} executions in $SECONDS_TO_RUN s, 0 crashes"
+# Ingest seeds: the same header (its first byte selects the ingest options: unknown prefixes,
+# bad entities, a version key, a small pending budget, UTF-8 repair, a small depth limit), then a
+# response: entities nested, repeated, versioned, partial, badly typed, in slices and containers.
+i=0
+while IFS= read -r line; do
+    for header in '\x00\x07\x03' '\x04\x2a\x01' '\x09\x11\x3f' '\x12\x05\x08' '\x1a\x63\x02' '\x61\x01\x00' '\x26\x09\x05'; do
+        i=$((i + 1))
+        printf "$header%s" "$line" >"$INGEST_CORPUS/seed-$i"
+    done
+done <<'JSON'
+{"uuid":"u-1","name":"Ada","age":36,"small":7,"score":1.5,"ok":true,"created":"2024-12-10T11:02:20.942Z","avatar":"https://e.com/a.png","friends":["u-2",{"uuid":"u-3","name":"C"}],"device":{"uuid":"d-1","rev":4,"name":"p"},"tags":["a","b"],"extra":{"k":[1,null]}}
+[{"uuid":"u-1","name":"a"},{"uuid":"u-1","age":2},{"uuid":"u-2","friends":["u-1"]},{"uuid":"zz-9","q":1}]
+{"offset":0,"count":2,"total":5,"data":[{"uuid":"u-5","name":"x"},{"uuid":"d-2","rev":1,"owner":"u-5"},7,null]}
+{"users":{"offset":2,"data":[{"name":"late id","uuid":"u-9"},{"uuid":"u-10","small":300}]},"session":{"uuid":"s-1","user":{"uuid":"u-1"}}}
+[{"uuid":"d-1","rev":2,"name":"old"},{"uuid":"d-1","rev":5,"name":"new"},{"uuid":"d-1","rev":5,"name":"same"}]
+[{"uuid":"u-1","age":"not a number"},{"uuid":"u-2","created":"yesterday"},{"uuid":"u-3","avatar":12}]
+{"a":{"b":{"c":{"uuid":"u-7","friends":[{"uuid":"u-8","device":{"uuid":"d-8"}}]}}}}
+[{"uuid":"u-1","version":3,"name":"v3"},{"uuid":"u-1","version":2,"name":"v2"}]
+{"uuid":"x-1","any":[1,{"k":null}],"nested":{"uuid":"u-1","name":"in untyped"}}
+JSON
+
+# run NAME CORPUS: one harness for SECONDS_TO_RUN; returns its status.
+run() {
+    local name="$1" corpus="$2" log="$OUT/$1.log"
+    echo "== fuzzing $name for $SECONDS_TO_RUN s (log: $log)"
+    "$OUT/$name" "$corpus" -dict="$OUT/json.dict" -max_total_time="$SECONDS_TO_RUN" -max_len=2048 -timeout=10 \
+        -artifact_prefix="$OUT/artifacts/$name-" -print_final_stats=1 >"$log" 2>&1
+    local status=$?
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|Fatal error|.*fatal error|artifact_prefix|Test unit written)' "$log" || true
+    grep -E '^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)' "$log" | sort -u || true
+    local runs
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    if [ "$status" -ne 0 ]; then
+        echo "summary: $name: ${runs:-?} executions, crash found (status $status); artifacts in $OUT/artifacts" >&2
+    else
+        echo "summary: $name: ${runs:-?} executions in $SECONDS_TO_RUN s, 0 crashes"
+    fi
+    return "$status"
+}
+
+status=0
+case "$WHICH" in
+json) run FlatlandJSONFuzzer "$CORPUS" || status=$? ;;
+ingest) run FlatlandIngestFuzzer "$INGEST_CORPUS" || status=$? ;;
+all)
+    run FlatlandJSONFuzzer "$CORPUS" || status=$?
+    run FlatlandIngestFuzzer "$INGEST_CORPUS" || status=$?
+    ;;
+*)
+    echo "unknown harness $WHICH (json, ingest or all)" >&2
+    exit 2
+    ;;
+esac
+exit "$status"

@@ -1,10 +1,12 @@
-// libFuzzer harness for FlatlandJSON. Built by scripts/fuzz.sh, compiled in one module together
-// with the sources of Sources/FlatlandJSON (so there is no `import FlatlandJSON`).
+// libFuzzer harness for FlatlandJSON. Built by scripts/fuzz.sh against the FlatlandJSON module,
+// compiled with the same instrumentation.
 //
 // Input layout: byte 0 selects the options, bytes 1 and 2 the chunking, the rest is the JSON
 // text. The text is parsed whole and in chunks; the harness traps when the verdicts, the errors
 // or the events delivered differ, when a parsed value does not round-trip through the writer,
 // or when a number conversion disagrees with its text.
+
+import FlatlandJSON
 
 /// Records events compactly: a tag byte, then the bytes of strings, keys and numbers.
 final class FuzzRecorder: JSONEventHandler {
@@ -50,21 +52,6 @@ func fuzzOptions(_ selector: UInt8) -> JSONParserOptions {
             maxTotalBytes: 40 + Int(selector >> 4) * 8)
     }
     return options
-}
-
-/// Chunk sizes from a seed: a small linear congruential generator, sizes 1 ... maxSize.
-func fuzzChunkSizes(total: Int, seed: UInt8, maxSize: UInt8) -> [Int] {
-    var state = UInt32(seed) &* 2_654_435_761 &+ 1
-    let top = Int(maxSize % 64) + 1
-    var sizes: [Int] = []
-    var covered = 0
-    while covered < total {
-        state = state &* 1_103_515_245 &+ 12345
-        let size = Int((state >> 16) % UInt32(top)) + 1
-        sizes.append(size)
-        covered += size
-    }
-    return sizes
 }
 
 func fuzzParse(_ text: UnsafeRawBufferPointer, options: JSONParserOptions, chunks: [Int]?) -> FuzzOutcome {
