@@ -119,16 +119,7 @@ func fuzzIngest(
 ) -> FuzzIngestOutcome {
     let ingestor = store.makeIngestor(endpoint: "/fuzz?offset=0&count=5", taskID: "t-fuzz", options: options)
     do throws(IngestError) {
-        if let chunks {
-            var start = 0
-            for size in chunks where start < text.count {
-                let end = min(text.count, start + size)
-                try ingestor.feed(UnsafeRawBufferPointer(rebasing: text[start..<end]))
-                start = end
-            }
-        } else {
-            try ingestor.feed(text)
-        }
+        try fuzzFeed(text, chunks: chunks) { (bytes) throws(IngestError) in try ingestor.feed(bytes) }
         let result = try ingestor.finish()
         return FuzzIngestOutcome(error: nil, changes: result.changes, dump: fuzzDump(store))
     } catch {

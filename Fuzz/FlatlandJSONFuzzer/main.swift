@@ -58,16 +58,7 @@ func fuzzParse(_ text: UnsafeRawBufferPointer, options: JSONParserOptions, chunk
     let recorder = FuzzRecorder()
     let parser = JSONStreamParser(handler: recorder, options: options)
     do throws(JSONError) {
-        if let chunks {
-            var start = 0
-            for size in chunks where start < text.count {
-                let end = min(text.count, start + size)
-                try parser.feed(UnsafeRawBufferPointer(rebasing: text[start..<end]))
-                start = end
-            }
-        } else {
-            try parser.feed(text)
-        }
+        try fuzzFeed(text, chunks: chunks) { (bytes) throws(JSONError) in try parser.feed(bytes) }
         try parser.finish()
         return FuzzOutcome(error: nil, log: recorder.log, numbers: recorder.numbers)
     } catch {

@@ -14,3 +14,16 @@ func fuzzChunkSizes(total: Int, seed: UInt8, maxSize: UInt8) -> [Int] {
     }
     return sizes
 }
+
+/// Feeds `text` to `feed` whole (`chunks` nil) or in pieces of the given sizes.
+func fuzzFeed<Failure: Error>(
+    _ text: UnsafeRawBufferPointer, chunks: [Int]?, _ feed: (UnsafeRawBufferPointer) throws(Failure) -> Void
+) throws(Failure) {
+    guard let chunks else { return try feed(text) }
+    var start = 0
+    for size in chunks where start < text.count {
+        let end = min(text.count, start + size)
+        try feed(UnsafeRawBufferPointer(rebasing: text[start..<end]))
+        start = end
+    }
+}
