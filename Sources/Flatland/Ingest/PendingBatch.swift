@@ -20,8 +20,19 @@ struct PendingBatch {
         appendToOrder(draft)
     }
 
+    /// What an empty store that takes the drafts as its records needs of them, tallied as each
+    /// draft joins `order`, while it is in cache (the store would otherwise visit every record
+    /// again once it has left the cache): their ids in order, their counts per type, and the
+    /// drafts of types with secondary indexes.
+    private(set) var ids: [String] = []
+    private(set) var counts = PrefixCounts()
+    private var indexed: [Unmanaged<EntityBox>] = []
+
     private mutating func appendToOrder(_ draft: EntityBox) {
         order.append(.passUnretained(draft))
+        ids.append(draft.id)
+        counts.add(draft, 1)
+        if let type = draft.type, type.hasIndexes { indexed.append(.passUnretained(draft)) }
         // A small batch (an upsert, a short response) is searched in order, without an index.
         if order.count == Self.indexedFrom {
             for i in order.indices { byID.insert(hash: order[i]._withUnsafeGuaranteedRef(\.key.hash), index: i) }
@@ -58,6 +69,13 @@ struct PendingBatch {
             byID.forEach(hash: hash, check)
         }
         return found
+    }
+
+    /// Calls `body` with each draft of a type with secondary indexes, and its type, in order.
+    func forEachIndexedDraft(_ body: (EntityBox, EntityType) -> Void) {
+        for draft in indexed {
+            draft._withUnsafeGuaranteedRef { body($0, $0.type.unsafelyUnwrapped) }
+        }
     }
 
     /// Calls `body` with each draft, in order.

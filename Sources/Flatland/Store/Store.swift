@@ -237,38 +237,43 @@ public final class Store: StoreReader, @unchecked Sendable {
             let inPlace = persistence == nil && contents.backing == nil
             let keepWritten = !inPlace || hooks.afterStore != nil
             // An empty in-memory store takes the batch's drafts as its records (every draft is a
-            // new record), instead of inserting them one by one into a second table.
+            // new record), instead of inserting them one by one into a second table, and what the
+            // batch tallied of them while each was in cache: their ids, counts and indexed ones.
             let adopted = inPlace && contents.records.isEmpty
+            if keepWritten { written.reserveCapacity(batch.order.count) }
             if adopted {
                 contents.records = batch.drafts
                 batch.drafts = [:]
-            } else if inPlace {
-                contents.records.reserveCapacity(contents.records.count + batch.order.count)
-            }
-            if keepWritten { written.reserveCapacity(batch.order.count) }
-            changes.inserted.reserveCapacity(batch.order.count)
-            func write(_ box: EntityBox, replacing old: EntityBox?) {
-                if keepWritten { written.append((box, old)) }
-                if inPlace { contents.put(box, replacing: old, alreadyStored: adopted) }
-            }
-            // A lazy store loads the batch's stored records in one go.
-            let loaded = contents.backing?.boxes(ids: batch.order.map { $0._withUnsafeGuaranteedRef(\.id) })
-            batch.forEachDraft { draft in
-                guard let old = adopted ? nil : loaded.map({ $0[draft.id] }) ?? contents.records[draft.key] else {
-                    // A new record: the draft itself becomes the stored box.
-                    changes.inserted.append(draft.id)
-                    write(draft, replacing: nil)
-                    return
+                contents.prefixCounts = batch.counts
+                changes.inserted = batch.ids
+                batch.forEachIndexedDraft { contents.insertIndexes($0, type: $1) }
+                if keepWritten { batch.forEachDraft { written.append(($0, nil)) } }
+            } else {
+                if inPlace { contents.records.reserveCapacity(contents.records.count + batch.order.count) }
+                changes.inserted.reserveCapacity(batch.order.count)
+                func write(_ box: EntityBox, replacing old: EntityBox?) {
+                    if keepWritten { written.append((box, old)) }
+                    if inPlace { contents.put(box, replacing: old) }
                 }
-                if let incoming = draft.dataVersion, let stored = old.dataVersion, incoming <= stored { return }
-                let (box, changed) = old.merged(with: draft)
-                if !changed.isEmpty {
-                    changes.updated.append(ChangeSet.Update(id: draft.id, fields: changed))
-                    write(box, replacing: old)
-                } else if box.dataVersion != old.dataVersion {
-                    // Same fields at a newer version: keep the version, or a later response at
-                    // the old version would be applied over it.
-                    write(box, replacing: old)
+                // A lazy store loads the batch's stored records in one go.
+                let loaded = contents.backing?.boxes(ids: batch.order.map { $0._withUnsafeGuaranteedRef(\.id) })
+                batch.forEachDraft { draft in
+                    guard let old = loaded.map({ $0[draft.id] }) ?? contents.records[draft.key] else {
+                        // A new record: the draft itself becomes the stored box.
+                        changes.inserted.append(draft.id)
+                        write(draft, replacing: nil)
+                        return
+                    }
+                    if let incoming = draft.dataVersion, let stored = old.dataVersion, incoming <= stored { return }
+                    let (box, changed) = old.merged(with: draft)
+                    if !changed.isEmpty {
+                        changes.updated.append(ChangeSet.Update(id: draft.id, fields: changed))
+                        write(box, replacing: old)
+                    } else if box.dataVersion != old.dataVersion {
+                        // Same fields at a newer version: keep the version, or a later response at
+                        // the old version would be applied over it.
+                        write(box, replacing: old)
+                    }
                 }
             }
             collections.append(taskCollection)

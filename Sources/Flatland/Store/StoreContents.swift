@@ -28,14 +28,13 @@ public struct StoreContents: Sendable {
         type.forEachIndexEntry(of: box) { key, value in indexes[key]?[value]?.remove(box.id) }
     }
 
-    /// Stores `box`, which replaces `old` (nil for a new id; the caller has already put it in
-    /// `records` when `alreadyStored`).
-    mutating func put(_ box: EntityBox, replacing old: EntityBox?, alreadyStored: Bool = false) {
+    /// Stores `box`, which replaces `old` (nil for a new id).
+    mutating func put(_ box: EntityBox, replacing old: EntityBox?) {
         if let backing {
             backing.cache?.put(box)
             return
         }
-        if !alreadyStored { records[box.key] = box }
+        records[box.key] = box
         if old == nil { prefixCounts.add(box, 1) }
         if let type = box.type, type.hasIndexes {
             if let old { removeIndexes(old, type: type) }
