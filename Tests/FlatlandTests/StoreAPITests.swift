@@ -103,6 +103,32 @@ struct StoreAPITests {
         #expect(before.entities(where: \User.email, equals: "a@x").map(\.id.rawValue) == ["u-2"])
     }
 
+    /// An ingestor that begins on an empty store, where another write lands before it finishes:
+    /// its response is merged record by record, not taken wholesale; and one that begins on a
+    /// store emptied before it finishes.
+    @Test(arguments: StoreBackend.allCases) func writesBetweenAnIngestorsStartAndFinish(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
+        let ingestor = store.makeIngestor()
+        try ingestor.feed(bytes(#"[{"uuid":"u-1","email":"a@x","age":1},{"uuid":"d-1","name":"n"}]"#))
+        var other = User(id: EntityID("u-1"))
+        other.email = "b@x"
+        try store.upsert(other)
+        try store.upsert(User(id: EntityID("u-2")))
+        let result = try ingestor.finish()
+        #expect(result.changes.inserted == ["d-1"])
+        #expect(result.changes.updated == [ChangeSet.Update(id: "u-1", fields: ["email", "age"])])
+        #expect(store.countsByPrefix == ["u": 2, "d": 1])
+        #expect(store.entities(where: \User.email, equals: "a@x").map(\.id.rawValue) == ["u-1"])
+        #expect(store.entities(where: \User.email, equals: "b@x").isEmpty)
+
+        let late = store.makeIngestor()
+        try late.feed(bytes(#"[{"uuid":"u-3","email":"c@x"}]"#))
+        try store.removeAll()
+        #expect(try late.finish().changes.inserted == ["u-3"])
+        #expect(store.countsByPrefix == ["u": 1])
+        #expect(store.entities(where: \User.email, equals: "c@x").map(\.id.rawValue) == ["u-3"])
+    }
+
     @Test(arguments: StoreBackend.allCases) func twoStoresNeverShareData(backend: StoreBackend) throws {
         let a = try backend.store(registry: try seedRegistry())
         let b = try backend.store(registry: try seedRegistry())

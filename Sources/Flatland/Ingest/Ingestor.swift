@@ -185,6 +185,7 @@ public final class Ingestor: JSONEventHandler {
         mergeInPlace =
             options.versionKey == nil && options.badEntity == .failResponse && store.hooks.condition == nil
         parser = JSONStreamParser(handler: IngestorEvents(self), options: options.parser)
+        batch.tallies = store.isEmptyInMemory
     }
 
     deinit {

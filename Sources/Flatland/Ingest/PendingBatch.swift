@@ -20,19 +20,23 @@ struct PendingBatch {
         appendToOrder(draft)
     }
 
-    /// What an empty store that takes the drafts as its records needs of them, tallied as each
-    /// draft joins `order`, while it is in cache (the store would otherwise visit every record
-    /// again once it has left the cache): their ids in order, their counts per type, and the
-    /// drafts of types with secondary indexes.
+    /// Whether to tally what an empty store that takes the drafts as its records needs of them,
+    /// as each draft joins `order`, while it is in cache (the store would otherwise visit every
+    /// record again once it has left the cache): their ids in order, their counts per type, and
+    /// the drafts of types with secondary indexes. Set by an ingestor that begins on an empty
+    /// in-memory store; a store takes the drafts only from a batch that tallied them.
+    var tallies = false
     private(set) var ids: [String] = []
     private(set) var counts = PrefixCounts()
     private var indexed: [Unmanaged<EntityBox>] = []
 
     private mutating func appendToOrder(_ draft: EntityBox) {
         order.append(.passUnretained(draft))
-        ids.append(draft.id)
-        counts.add(draft, 1)
-        if let type = draft.type, type.hasIndexes { indexed.append(.passUnretained(draft)) }
+        if tallies {
+            ids.append(draft.id)
+            counts.add(draft, 1)
+            if let type = draft.type, type.hasIndexes { indexed.append(.passUnretained(draft)) }
+        }
         // A small batch (an upsert, a short response) is searched in order, without an index.
         if order.count == Self.indexedFrom {
             for i in order.indices { byID.insert(hash: order[i]._withUnsafeGuaranteedRef(\.key.hash), index: i) }

@@ -215,6 +215,11 @@ public final class Store: StoreReader, @unchecked Sendable {
         Ingestor(store: self, endpoint: endpoint, taskID: taskID, options: options)
     }
 
+    /// Whether this is an in-memory store with no records (yet).
+    var isEmptyInMemory: Bool {
+        persistence == nil && lock.withLock { contents.backing == nil && contents.records.isEmpty }
+    }
+
     func currentVersion(of id: String) -> Double? { lock.withLock { contents.box(id)?.dataVersion } }
 
     /// Applies a batch atomically: every record and collection, or (if persistence fails) none.
@@ -238,8 +243,9 @@ public final class Store: StoreReader, @unchecked Sendable {
             let keepWritten = !inPlace || hooks.afterStore != nil
             // An empty in-memory store takes the batch's drafts as its records (every draft is a
             // new record), instead of inserting them one by one into a second table, and what the
-            // batch tallied of them while each was in cache: their ids, counts and indexed ones.
-            let adopted = inPlace && contents.records.isEmpty
+            // batch tallied of them while each was in cache: their ids, counts and indexed ones
+            // (an ingestor that began on an empty store has its batch tally them).
+            let adopted = inPlace && contents.records.isEmpty && batch.tallies
             if keepWritten { written.reserveCapacity(batch.order.count) }
             if adopted {
                 contents.records = batch.drafts
