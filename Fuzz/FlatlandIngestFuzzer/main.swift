@@ -82,6 +82,14 @@ func fuzzDump(_ store: Store) -> [String] {
         return "\(id) \(String(describing: record.dataVersion)) \(record.presentFields) \(fields)"
     }
     lines.append("counts \(store.countsByPrefix.sorted { $0.key < $1.key })")
+    // The secondary index agrees with the records.
+    let byName = Dictionary(grouping: store.all(FuzzUser.self), by: \.name)
+    for (name, users) in byName {
+        let found = store.entities(where: \FuzzUser.name, equals: name).map(\.id.rawValue)
+        if found != users.map(\.id.rawValue).sorted() {
+            fatalError("index on name \(name): \(found), records \(users.map(\.id.rawValue))")
+        }
+    }
     for prefix in store.countsByPrefix.keys where store.ids(prefix: prefix).count != store.count(prefix: prefix) {
         fatalError("prefix \(prefix): \(store.ids(prefix: prefix).count) ids, count \(store.count(prefix: prefix))")
     }
