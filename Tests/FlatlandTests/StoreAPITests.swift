@@ -103,6 +103,21 @@ struct StoreAPITests {
         #expect(before.entities(where: \User.email, equals: "a@x").map(\.id.rawValue) == ["u-2"])
     }
 
+    /// The first response into an empty store indexes each entity as it ends; a later object for
+    /// the same id that changes the indexed value (decoded into the same draft, or folded into it
+    /// where each object is judged on its own) must leave the index with the final value only.
+    @Test(arguments: [IngestOptions.BadEntityPolicy.failResponse, .skipAndReport])
+    func indexedValueChangedLaterInTheFirstResponse(policy: IngestOptions.BadEntityPolicy) throws {
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(
+            bytes(
+                #"[{"uuid":"u-1","email":"a@x"},{"uuid":"u-2","email":"a@x"},{"uuid":"s-1","user":{"uuid":"u-1","email":"b@x"}},"#
+                    + #"{"uuid":"u-3","email":"c@x"}]"#), options: IngestOptions(badEntity: policy))
+        #expect(store.entities(where: \User.email, equals: "a@x").map(\.id.rawValue) == ["u-2"])
+        #expect(store.entities(where: \User.email, equals: "b@x").map(\.id.rawValue) == ["u-1"])
+        #expect(store.entities(where: \User.email, equals: "c@x").map(\.id.rawValue) == ["u-3"])
+    }
+
     /// An ingestor that begins on an empty store, where another write lands before it finishes:
     /// its response is merged record by record, not taken wholesale; and one that begins on a
     /// store emptied before it finishes.
