@@ -116,16 +116,29 @@ public struct RuleResolver: IdentityResolver {
 
         /// Whether the rule's conditions on an object's position allow it.
         func allows(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
-            if let nested, nested != isNested { return false }
-            if let parentKeys {
+            withUnsafePointer(to: self) {
+                Rule.allows($0, parentKey: parentKey, isNested: isNested, endpoint: endpoint)
+            }
+        }
+
+        /// ``allows(parentKey:isNested:endpoint:)`` for the rule at `rule`, read in place.
+        static func allows(_ rule: UnsafePointer<Rule>, parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
+            if let nested = rule.pointee.nested, nested != isNested { return false }
+            if rule.pointee.parentKeys != nil {
                 let key = parentKey ?? ""
                 // Asked for every object: a rule names a key or two, and comparing a few short
                 // strings is cheaper than hashing one.
                 let found =
-                    parentKeys.count <= 4 ? parentKeys.contains(where: { $0 == key }) : parentKeys.contains(key)
+                    rule.pointee.parentKeys.unsafelyUnwrapped.count <= 4
+                    ? rule.pointee.parentKeys.unsafelyUnwrapped.contains(where: { $0 == key })
+                    : rule.pointee.parentKeys.unsafelyUnwrapped.contains(key)
                 if !found { return false }
             }
-            if let endpointPrefix, !(endpoint ?? "").hasPrefix(endpointPrefix) { return false }
+            if rule.pointee.endpointPrefix != nil,
+                !(endpoint ?? "").hasPrefix(rule.pointee.endpointPrefix.unsafelyUnwrapped)
+            {
+                return false
+            }
             return true
         }
     }
@@ -168,7 +181,16 @@ public struct RuleResolver: IdentityResolver {
     }
 
     public func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
-        rules.contains { $0.allows(parentKey: parentKey, isNested: isNested, endpoint: endpoint) }
+        // Asked for every object: the rules are read in place (calling a method on each copies
+        // the whole rule, retaining every string and set in it).
+        rules.withUnsafeBufferPointer { rules in
+            guard var rule = rules.baseAddress else { return false }
+            for _ in 0..<rules.count {
+                if Rule.allows(rule, parentKey: parentKey, isNested: isNested, endpoint: endpoint) { return true }
+                rule += 1
+            }
+            return false
+        }
     }
 
     public func resolve(_ candidate: IdentityCandidate) -> ResolvedIdentity? {
