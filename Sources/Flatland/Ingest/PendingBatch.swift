@@ -87,6 +87,7 @@ struct PendingBatch {
     func forEachDraft(_ body: (EntityBox) throws -> Void) rethrows {
         for draft in order { try draft._withUnsafeGuaranteedRef { try body($0) } }
     }
+
     /// Top-level entities, in document order, each once.
     var taskItems: [String] = []
     var taskItemSet: Set<RecordKey> = []

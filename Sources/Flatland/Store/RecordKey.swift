@@ -1,7 +1,7 @@
 /// A record id as a dictionary key, with its hash worked out once.
 ///
-/// Every id goes through several tables on its way into the store (the response's batch, the
-/// records, the ids of its type), and a `String` key is hashed again for each, then compared
+/// Every id goes through several tables on its way into the store (the response's batch and
+/// its index, the records), and a `String` key is hashed again for each, then compared
 /// byte by byte with every other id its probe meets. This key carries a hash of the id's UTF-8
 /// bytes, made when the key is (``idHash(_:)``), and compares hashes before text: two ids are the
 /// same key when their bytes are the same, as they are in SQL and on the wire.

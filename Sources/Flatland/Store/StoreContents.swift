@@ -77,7 +77,7 @@ public struct StoreContents: Sendable {
 
     func sortedIDs(prefix: String) -> [String] {
         if let backing { return backing.attempt { try backing.source.ids(prefix: prefix) } ?? [] }
-        return records.compactMap { $0.value.prefix == prefix ? $0.key.id : nil }.sorted()
+        return boxes(prefix: prefix).map(\.id)
     }
 
     func allSortedIDs() -> [String] {
