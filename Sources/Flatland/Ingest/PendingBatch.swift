@@ -1,27 +1,18 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The changes one response makes, gathered while it streams and applied at its end, all at
 /// once or not at all.
 struct PendingBatch {
-    /// One draft per id, the drafts of later objects folded in. It owns the drafts: an empty
-    /// in-memory store takes this dictionary over as its records.
-    var drafts: [RecordKey: EntityBox] = [:]
-    /// The drafts in the order their first object ended, unretained (`drafts` keeps them), so
-    /// that dropping the batch does not visit every draft once more.
-    private(set) var order: [Unmanaged<EntityBox>] = []
+    /// One draft per id, the drafts of later objects folded in, in the order their first object
+    /// ended. It owns the drafts: an empty in-memory store takes this table over as its records.
+    var drafts = RecordTable()
 
     /// Adds a draft for an id the batch does not hold yet.
     mutating func insert(_ draft: EntityBox) {
-        drafts[draft.key] = draft
-        appendToOrder(draft)
+        drafts.put(draft)
+        tally(draft)
     }
 
     /// Whether to tally what an empty store that takes the drafts as its records needs of them,
-    /// as each draft joins `order`, while it is in cache (the store would otherwise visit every
+    /// as each draft joins the batch, while it is in cache (the store would otherwise visit every
     /// record again once it has left the cache): their ids in order, their counts per type, and
     /// the drafts of types with secondary indexes. Set by an ingestor that begins on an empty
     /// in-memory store; a store takes the drafts only from a batch that tallied them.
@@ -30,49 +21,19 @@ struct PendingBatch {
     private(set) var counts = PrefixCounts()
     private var indexed: [Unmanaged<EntityBox>] = []
 
-    private mutating func appendToOrder(_ draft: EntityBox) {
-        order.append(.passUnretained(draft))
-        if tallies {
-            ids.append(draft.id)
-            counts.add(draft, 1)
-            if let type = draft.type, type.hasIndexes { indexed.append(.passUnretained(draft)) }
-        }
-        // A small batch (an upsert, a short response) is searched in order, without an index.
-        if order.count == Self.indexedFrom {
-            for i in order.indices { byID.insert(hash: order[i]._withUnsafeGuaranteedRef(\.key.hash), index: i) }
-        } else if order.count > Self.indexedFrom {
-            byID.insert(hash: draft.key.hash, index: order.count - 1)
-        }
+    private mutating func tally(_ draft: EntityBox) {
+        guard tallies else { return }
+        ids.append(draft.id)
+        counts.add(draft, 1)
+        if let type = draft.type, type.hasIndexes { indexed.append(.passUnretained(draft)) }
     }
 
-    private static let indexedFrom = 16
-
-    /// Where `order` is by id hash, so that an id met again is found from its bytes, before it
-    /// is made a `String` and a key.
-    private var byID = OrderIndex()
-
-    /// The draft for the id whose UTF-8 is `bytes` and whose ``RecordKey`` hash is `hash`.
+    /// The draft for the id whose UTF-8 is `bytes` and whose ``RecordKey`` hash is `hash`: an id
+    /// met again is found from its bytes, before it is made a `String` and a key.
     /// (Mutating only so that the ingestor reaches its batch in place: read from a class's
     /// property, the whole batch would be copied and destroyed for every lookup.)
     mutating func draft(id bytes: UnsafeRawBufferPointer, hash: Int) -> EntityBox? {
-        var found: EntityBox?
-        func check(_ i: Int) -> Bool {
-            let draft = order[i].takeUnretainedValue()
-            let same =
-                draft.key.hash == hash
-                && draft.key.id.utf8.withContiguousStorageIfAvailable { utf8 in
-                    utf8.count == bytes.count
-                        && (bytes.count == 0 || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
-                } ?? false
-            if same { found = draft }
-            return !same
-        }
-        if order.count < Self.indexedFrom {
-            for i in order.indices where !check(i) { break }
-        } else {
-            byID.forEach(hash: hash, check)
-        }
-        return found
+        drafts.box(id: bytes, hash: hash)
     }
 
     /// Calls `body` with each draft of a type with secondary indexes, and its type, in order.
@@ -85,7 +46,7 @@ struct PendingBatch {
     /// Calls `body` with each draft, in order.
     @inline(__always)
     func forEachDraft(_ body: (EntityBox) throws -> Void) rethrows {
-        for draft in order { try draft._withUnsafeGuaranteedRef { try body($0) } }
+        for draft in drafts.boxes { try body(draft) }
     }
 
     /// Top-level entities, in document order, each once.
@@ -107,11 +68,10 @@ struct PendingBatch {
     /// Adds a completed draft when no data versions are compared: one hash lookup when the id is
     /// new, the usual case.
     mutating func addUnversioned(_ draft: EntityBox) {
-        if let previous = drafts.updateValue(draft, forKey: draft.key) {
-            drafts[draft.key] = previous
+        if let previous = drafts.insert(draft) {
             previous.absorb(draft)
         } else {
-            appendToOrder(draft)
+            tally(draft)
         }
     }
 
@@ -132,57 +92,5 @@ struct PendingBatch {
         }
         insert(draft)
         return true
-    }
-}
-
-/// Open addressing from a hash to positions in a list: the positions whose hash matches, tried
-/// in turn until `matches` says one is the entry.
-struct OrderIndex {
-    private var hashes: [Int] = []
-    /// Position + 1, or 0 for an empty slot.
-    private var positions: [Int32] = []
-    private var count = 0
-
-    @inline(__always)
-    private static func slot(_ hash: Int, mask: Int) -> Int {
-        Int(truncatingIfNeeded: UInt64(bitPattern: Int64(hash)) &>> 32) & mask
-    }
-
-    mutating func insert(hash: Int, index: Int) {
-        if (count + 1) * 2 > positions.count { grow() }
-        place(hash: hash, position: Int32(truncatingIfNeeded: index + 1))
-        count += 1
-    }
-
-    private mutating func place(hash: Int, position: Int32) {
-        let mask = positions.count - 1
-        var s = Self.slot(hash, mask: mask)
-        while positions[s] != 0 { s = (s &+ 1) & mask }
-        hashes[s] = hash
-        positions[s] = position
-    }
-
-    private mutating func grow() {
-        let old = (hashes, positions)
-        let size = max(64, positions.count * 2)
-        hashes = Array(repeating: 0, count: size)
-        positions = Array(repeating: 0, count: size)
-        for s in old.1.indices where old.1[s] != 0 { place(hash: old.0[s], position: old.1[s]) }
-    }
-
-    /// Calls `body` with each position stored with this hash while it returns true.
-    @inline(__always)
-    func forEach(hash: Int, _ body: (Int) -> Bool) {
-        guard !positions.isEmpty else { return }
-        positions.withUnsafeBufferPointer { positions in
-            hashes.withUnsafeBufferPointer { hashes in
-                let mask = positions.count - 1
-                var s = Self.slot(hash, mask: mask)
-                while positions[s] != 0 {
-                    if hashes[s] == hash, !body(Int(positions[s]) - 1) { return }
-                    s = (s &+ 1) & mask
-                }
-            }
-        }
     }
 }

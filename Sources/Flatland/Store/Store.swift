@@ -246,23 +246,23 @@ public final class Store: StoreReader, @unchecked Sendable {
             // batch tallied of them while each was in cache: their ids, counts and indexed ones
             // (an ingestor that began on an empty store has its batch tally them).
             let adopted = inPlace && contents.records.isEmpty && batch.tallies
-            if keepWritten { written.reserveCapacity(batch.order.count) }
+            if keepWritten { written.reserveCapacity(batch.drafts.count) }
             if adopted {
+                if keepWritten { batch.forEachDraft { written.append(($0, nil)) } }
                 contents.records = batch.drafts
-                batch.drafts = [:]
+                batch.drafts = RecordTable()
                 contents.prefixCounts = batch.counts
                 changes.inserted = batch.ids
                 batch.forEachIndexedDraft { contents.insertIndexes($0, type: $1) }
-                if keepWritten { batch.forEachDraft { written.append(($0, nil)) } }
             } else {
-                if inPlace { contents.records.reserveCapacity(contents.records.count + batch.order.count) }
-                changes.inserted.reserveCapacity(batch.order.count)
+                if inPlace { contents.records.reserveCapacity(contents.records.count + batch.drafts.count) }
+                changes.inserted.reserveCapacity(batch.drafts.count)
                 func write(_ box: EntityBox, replacing old: EntityBox?) {
                     if keepWritten { written.append((box, old)) }
                     if inPlace { contents.put(box, replacing: old) }
                 }
                 // A lazy store loads the batch's stored records in one go.
-                let loaded = contents.backing?.boxes(ids: batch.order.map { $0._withUnsafeGuaranteedRef(\.id) })
+                let loaded = contents.backing?.boxes(ids: batch.drafts.boxes.map(\.id))
                 batch.forEachDraft { draft in
                     guard let old = loaded.map({ $0[draft.id] }) ?? contents.records[draft.key] else {
                         // A new record: the draft itself becomes the stored box.

@@ -4,7 +4,7 @@
 /// reads through its backing instead: a bounded cache of decoded records in front of the
 /// persistence, or, in a snapshot, the persistence's snapshot.
 public struct StoreContents: Sendable {
-    var records: [RecordKey: EntityBox] = [:]
+    var records = RecordTable()
     /// Set in a lazy store: records, indexes and collections live in persistence.
     var backing: PersistentBacking?
     /// How many records each prefix has. (The records of one prefix are listed by a scan: a
@@ -34,7 +34,7 @@ public struct StoreContents: Sendable {
             backing.cache?.put(box)
             return
         }
-        records[box.key] = box
+        records.put(box)
         if old == nil { prefixCounts.add(box, 1) }
         if let type = box.type, type.hasIndexes {
             if let old { removeIndexes(old, type: type) }
@@ -49,7 +49,7 @@ public struct StoreContents: Sendable {
             return true
         }
         let key = RecordKey(id)
-        guard let old = records.removeValue(forKey: key) else { return false }
+        guard let old = records.remove(key) else { return false }
         if let type = old.type, type.hasIndexes { removeIndexes(old, type: type) }
         prefixCounts.add(old, -1)
         return true
@@ -82,13 +82,13 @@ public struct StoreContents: Sendable {
 
     func allSortedIDs() -> [String] {
         if let backing { return backing.attempt { try backing.source.ids(prefix: nil) } ?? [] }
-        return records.keys.map(\.id).sorted()
+        return records.boxes.map(\.id).sorted()
     }
 
     /// The records with this prefix, sorted by id.
     func boxes(prefix: String) -> [EntityBox] {
         if let backing { return backing.boxes(prefix: prefix) }
-        return records.values.filter { $0.prefix == prefix }.sorted { $0.id < $1.id }
+        return records.boxes.filter { $0.prefix == prefix }.sorted { $0.id < $1.id }
     }
 
     var recordCount: Int {

@@ -1,0 +1,213 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Records by id, kept in one array in the order they were added, with a hash index of
+/// positions into it. A response's batch gathers its drafts here and an empty in-memory store
+/// takes the whole table over as its records.
+///
+/// Why not a `Dictionary<RecordKey, EntityBox>`: a batch must find an id met again from its
+/// bytes, before they are made a `String` (which a dictionary cannot do, so a second index of the
+/// same drafts was needed beside it), and a store of tens of thousands of records is freed in
+/// the dictionary's bucket order, visiting records scattered over the heap, where the array
+/// frees them in the order their memory was allocated.
+///
+/// Removing a record moves the last one into its place, so the order is the order of addition
+/// only until the first removal. Positions are 32-bit: up to 2³¹ − 1 records.
+struct RecordTable: Sendable {
+    /// The records.
+    private(set) var boxes: ContiguousArray<EntityBox> = []
+    /// Built once the table holds ``indexedFrom`` records: a small table (an upsert, a short
+    /// response) is searched in order.
+    private var index = PositionIndex()
+
+    static let indexedFrom = 16
+
+    var count: Int { boxes.count }
+    var isEmpty: Bool { boxes.isEmpty }
+
+    /// The record with this key.
+    subscript(key: RecordKey) -> EntityBox? {
+        guard let p = position(hash: key.hash, where: { $0.key.id == key.id }) else { return nil }
+        return boxes[p]
+    }
+
+    /// The record whose id has UTF-8 `bytes` and ``RecordKey`` hash `hash`.
+    func box(id bytes: UnsafeRawBufferPointer, hash: Int) -> EntityBox? {
+        let p = position(hash: hash) { box in
+            box.key.id.utf8.withContiguousStorageIfAvailable { utf8 in
+                utf8.count == bytes.count
+                    && (bytes.count == 0 || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+            } ?? false
+        }
+        return p.map { boxes[$0] }
+    }
+
+    /// Adds `box` unless a record with its key is there: returns that record (and adds nothing),
+    /// or nil when `box` was added.
+    mutating func insert(_ box: EntityBox) -> EntityBox? {
+        if let existing = self[box.key] { return existing }
+        append(box)
+        return nil
+    }
+
+    /// Puts `box` in the place of the record with its key, or adds it. Returns the record replaced.
+    @discardableResult
+    mutating func put(_ box: EntityBox) -> EntityBox? {
+        guard let p = position(hash: box.key.hash, where: { $0.key.id == box.key.id }) else {
+            append(box)
+            return nil
+        }
+        let old = boxes[p]
+        boxes[p] = box
+        return old
+    }
+
+    /// Removes the record with this key; the last record takes its place. Returns it.
+    mutating func remove(_ key: RecordKey) -> EntityBox? {
+        guard let p = position(hash: key.hash, where: { $0.key.id == key.id }) else { return nil }
+        let last = boxes.count - 1
+        if index.isBuilt {
+            index.remove(hash: key.hash, position: p)
+            if p != last { index.move(hash: boxes[last].key.hash, from: last, to: p) }
+        }
+        boxes.swapAt(p, last)
+        return boxes.removeLast()
+    }
+
+    mutating func reserveCapacity(_ n: Int) {
+        boxes.reserveCapacity(n)
+        if index.isBuilt {
+            index.reserveCapacity(n)
+        } else if n >= Self.indexedFrom {
+            buildIndex(capacity: n)
+        }
+    }
+
+    private mutating func append(_ box: EntityBox) {
+        boxes.append(box)
+        if index.isBuilt {
+            index.insert(hash: box.key.hash, position: boxes.count - 1)
+        } else if boxes.count == Self.indexedFrom {
+            buildIndex(capacity: boxes.count)
+        }
+    }
+
+    private mutating func buildIndex(capacity: Int) {
+        index.reserveCapacity(capacity)
+        for p in boxes.indices { index.insert(hash: boxes[p].key.hash, position: p) }
+    }
+
+    /// The position of the record with this hash that `matches`.
+    @inline(__always)
+    private func position(hash: Int, where matches: (EntityBox) -> Bool) -> Int? {
+        boxes.withUnsafeBufferPointer { boxes in
+            guard index.isBuilt else {
+                return boxes.firstIndex { $0.key.hash == hash && matches($0) }
+            }
+            var found: Int?
+            index.forEach(hash: hash) { p in
+                if matches(boxes[p]) {
+                    found = p
+                    return false
+                }
+                return true
+            }
+            return found
+        }
+    }
+}
+
+/// Open addressing (linear probing) from a hash to positions in a list: the positions stored
+/// with a hash are tried in turn until one is the entry.
+struct PositionIndex: Sendable {
+    private var hashes: [Int] = []
+    /// Position + 1, or 0 for an empty slot.
+    private var positions: [Int32] = []
+    private var count = 0
+
+    var isBuilt: Bool { !positions.isEmpty }
+
+    @inline(__always)
+    private static func slot(_ hash: Int, mask: Int) -> Int {
+        Int(truncatingIfNeeded: UInt64(bitPattern: Int64(hash)) &>> 32) & mask
+    }
+
+    mutating func reserveCapacity(_ n: Int) {
+        var size = max(64, positions.count)
+        while n * 2 > size { size *= 2 }
+        if size > positions.count { rebuild(size: size) }
+    }
+
+    mutating func insert(hash: Int, position: Int) {
+        if (count + 1) * 2 > positions.count { rebuild(size: max(64, positions.count * 2)) }
+        place(hash: hash, position: Int32(truncatingIfNeeded: position + 1))
+        count += 1
+    }
+
+    /// Removes the entry of `position` (stored with `hash`), shifting back the entries after it
+    /// in its run so that every entry stays reachable from its home slot.
+    mutating func remove(hash: Int, position: Int) {
+        let mask = positions.count - 1
+        var hole = slot(of: hash, position: position)
+        var s = (hole &+ 1) & mask
+        while positions[s] != 0 {
+            let home = Self.slot(hashes[s], mask: mask)
+            // Move `s` into the hole unless its home lies cyclically in (hole, s].
+            if (s &- home) & mask >= (s &- hole) & mask {
+                hashes[hole] = hashes[s]
+                positions[hole] = positions[s]
+                hole = s
+            }
+            s = (s &+ 1) & mask
+        }
+        positions[hole] = 0
+        count -= 1
+    }
+
+    /// Records that the entry stored with `hash` at position `from` is now at `to`.
+    mutating func move(hash: Int, from: Int, to: Int) {
+        positions[slot(of: hash, position: from)] = Int32(truncatingIfNeeded: to + 1)
+    }
+
+    private func slot(of hash: Int, position: Int) -> Int {
+        let mask = positions.count - 1
+        let target = Int32(truncatingIfNeeded: position + 1)
+        var s = Self.slot(hash, mask: mask)
+        while positions[s] != target { s = (s &+ 1) & mask }
+        return s
+    }
+
+    private mutating func place(hash: Int, position: Int32) {
+        let mask = positions.count - 1
+        var s = Self.slot(hash, mask: mask)
+        while positions[s] != 0 { s = (s &+ 1) & mask }
+        hashes[s] = hash
+        positions[s] = position
+    }
+
+    private mutating func rebuild(size: Int) {
+        let old = (hashes, positions)
+        hashes = Array(repeating: 0, count: size)
+        positions = Array(repeating: 0, count: size)
+        for s in old.1.indices where old.1[s] != 0 { place(hash: old.0[s], position: old.1[s]) }
+    }
+
+    /// Calls `body` with each position stored with this hash while it returns true.
+    @inline(__always)
+    func forEach(hash: Int, _ body: (Int) -> Bool) {
+        guard !positions.isEmpty else { return }
+        positions.withUnsafeBufferPointer { positions in
+            hashes.withUnsafeBufferPointer { hashes in
+                let mask = positions.count - 1
+                var s = Self.slot(hash, mask: mask)
+                while positions[s] != 0 {
+                    if hashes[s] == hash, !body(Int(positions[s]) - 1) { return }
+                    s = (s &+ 1) & mask
+                }
+            }
+        }
+    }
+}
