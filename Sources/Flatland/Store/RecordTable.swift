@@ -109,7 +109,7 @@ struct RecordTable: Sendable {
             }
             var found: Int?
             index.forEach(hash: hash) { p in
-                if matches(boxes[p]) {
+                if boxes[p].key.hash == hash, matches(boxes[p]) {
                     found = p
                     return false
                 }
@@ -122,91 +122,96 @@ struct RecordTable: Sendable {
 
 /// Open addressing (linear probing) from a hash to positions in a list: the positions stored
 /// with a hash are tried in turn until one is the entry.
+///
+/// A slot is one word: the hash's upper 32 bits (which also choose the slot) and the position + 1
+/// (0 for an empty slot), so that a probe reads one cache line, not one for the hashes and one
+/// for the positions. The position is then checked against the entry itself.
 struct PositionIndex: Sendable {
-    private var hashes: [Int] = []
-    /// Position + 1, or 0 for an empty slot.
-    private var positions: [Int32] = []
+    private var slots: [UInt64] = []
     private var count = 0
 
-    var isBuilt: Bool { !positions.isEmpty }
+    var isBuilt: Bool { !slots.isEmpty }
 
     @inline(__always)
-    private static func slot(_ hash: Int, mask: Int) -> Int {
-        Int(truncatingIfNeeded: UInt64(bitPattern: Int64(hash)) &>> 32) & mask
+    private static func tag(_ hash: Int) -> UInt64 { UInt64(bitPattern: Int64(hash)) &>> 32 }
+
+    @inline(__always)
+    private static func entry(_ hash: Int, _ position: Int) -> UInt64 {
+        tag(hash) &<< 32 | UInt64(UInt32(truncatingIfNeeded: position + 1))
     }
 
+    @inline(__always)
+    private static func home(_ entry: UInt64, mask: Int) -> Int { Int(truncatingIfNeeded: entry &>> 32) & mask }
+
     mutating func reserveCapacity(_ n: Int) {
-        var size = max(64, positions.count)
+        var size = max(64, slots.count)
         while n * 2 > size { size *= 2 }
-        if size > positions.count { rebuild(size: size) }
+        if size > slots.count { rebuild(size: size) }
     }
 
     mutating func insert(hash: Int, position: Int) {
-        if (count + 1) * 2 > positions.count { rebuild(size: max(64, positions.count * 2)) }
-        place(hash: hash, position: Int32(truncatingIfNeeded: position + 1))
+        if (count + 1) * 2 > slots.count { rebuild(size: max(64, slots.count * 2)) }
+        place(Self.entry(hash, position))
         count += 1
     }
 
     /// Removes the entry of `position` (stored with `hash`), shifting back the entries after it
     /// in its run so that every entry stays reachable from its home slot.
     mutating func remove(hash: Int, position: Int) {
-        let mask = positions.count - 1
-        var hole = slot(of: hash, position: position)
+        let mask = slots.count - 1
+        var hole = slot(of: Self.entry(hash, position))
         var s = (hole &+ 1) & mask
-        while positions[s] != 0 {
-            let home = Self.slot(hashes[s], mask: mask)
+        while slots[s] != 0 {
+            let home = Self.home(slots[s], mask: mask)
             // Move `s` into the hole unless its home lies cyclically in (hole, s].
             if (s &- home) & mask >= (s &- hole) & mask {
-                hashes[hole] = hashes[s]
-                positions[hole] = positions[s]
+                slots[hole] = slots[s]
                 hole = s
             }
             s = (s &+ 1) & mask
         }
-        positions[hole] = 0
+        slots[hole] = 0
         count -= 1
     }
 
     /// Records that the entry stored with `hash` at position `from` is now at `to`.
     mutating func move(hash: Int, from: Int, to: Int) {
-        positions[slot(of: hash, position: from)] = Int32(truncatingIfNeeded: to + 1)
+        slots[slot(of: Self.entry(hash, from))] = Self.entry(hash, to)
     }
 
-    private func slot(of hash: Int, position: Int) -> Int {
-        let mask = positions.count - 1
-        let target = Int32(truncatingIfNeeded: position + 1)
-        var s = Self.slot(hash, mask: mask)
-        while positions[s] != target { s = (s &+ 1) & mask }
+    private func slot(of entry: UInt64) -> Int {
+        let mask = slots.count - 1
+        var s = Self.home(entry, mask: mask)
+        while slots[s] != entry { s = (s &+ 1) & mask }
         return s
     }
 
-    private mutating func place(hash: Int, position: Int32) {
-        let mask = positions.count - 1
-        var s = Self.slot(hash, mask: mask)
-        while positions[s] != 0 { s = (s &+ 1) & mask }
-        hashes[s] = hash
-        positions[s] = position
+    private mutating func place(_ entry: UInt64) {
+        let mask = slots.count - 1
+        var s = Self.home(entry, mask: mask)
+        while slots[s] != 0 { s = (s &+ 1) & mask }
+        slots[s] = entry
     }
 
     private mutating func rebuild(size: Int) {
-        let old = (hashes, positions)
-        hashes = Array(repeating: 0, count: size)
-        positions = Array(repeating: 0, count: size)
-        for s in old.1.indices where old.1[s] != 0 { place(hash: old.0[s], position: old.1[s]) }
+        let old = slots
+        slots = Array(repeating: 0, count: size)
+        for entry in old where entry != 0 { place(entry) }
     }
 
-    /// Calls `body` with each position stored with this hash while it returns true.
+    /// Calls `body` with each position stored with this hash while it returns true. (Only the
+    /// hash's upper half is kept: a position of another hash with the same upper half may come
+    /// too, rarely, and `body` tells it apart.)
     @inline(__always)
     func forEach(hash: Int, _ body: (Int) -> Bool) {
-        guard !positions.isEmpty else { return }
-        positions.withUnsafeBufferPointer { positions in
-            hashes.withUnsafeBufferPointer { hashes in
-                let mask = positions.count - 1
-                var s = Self.slot(hash, mask: mask)
-                while positions[s] != 0 {
-                    if hashes[s] == hash, !body(Int(positions[s]) - 1) { return }
-                    s = (s &+ 1) & mask
-                }
+        guard !slots.isEmpty else { return }
+        slots.withUnsafeBufferPointer { slots in
+            let mask = slots.count - 1
+            let tag = Self.tag(hash)
+            var s = Int(truncatingIfNeeded: tag) & mask
+            while slots[s] != 0 {
+                if slots[s] &>> 32 == tag, !body(Int(truncatingIfNeeded: slots[s] & 0xFFFF_FFFF) - 1) { return }
+                s = (s &+ 1) & mask
             }
         }
     }
