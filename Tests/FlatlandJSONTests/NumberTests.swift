@@ -115,6 +115,29 @@ import Testing
         #expect(code { _ = try parsed("1e30").int64() } == .number)
     }
 
+    @Test func integersOutOfRangeNameTheNumberAndTheType() throws {
+        func message(_ body: () throws -> Void) -> String? {
+            do {
+                try body()
+                return nil
+            } catch {
+                return (error as? JSONError)?.message ?? "\(error)"
+            }
+        }
+        // The owned number and the transient text convert alike.
+        #expect(message { _ = try parsed("128").integer(as: Int8.self) } == "number 128 does not fit in Int8")
+        #expect(message { _ = try parsed("70000").integer(as: UInt16.self) } == "number 70000 does not fit in UInt16")
+        #expect(try parsed("-32768").integer(as: Int16.self) == .min)
+        var text = "4294967296"
+        let transient: String? = text.withUTF8 { utf8 in
+            let n = JSONNumberText(unsafeBuffer: UnsafeRawBufferPointer(utf8))
+            #expect((try? n.integer(as: UInt64.self)) == 4_294_967_296)
+            #expect((try? n.integer(as: Int.self)) == 4_294_967_296)
+            return message { _ = try n.integer(as: UInt32.self) }
+        }
+        #expect(transient == "number 4294967296 does not fit in UInt32")
+    }
+
     @Test func decimalIsExactUpTo38Digits() throws {
         #expect(try parsed("0.1").decimal() == Decimal(sign: .plus, exponent: -1, significand: 1))
         #expect(try parsed("-12.345").decimal() == Decimal(sign: .minus, exponent: -3, significand: 12345))

@@ -38,9 +38,20 @@ public struct JSONNumberText {
     /// The exact `UInt64`.
     public func uint64() throws(JSONError) -> UInt64 { try NumberParsing.uint64(bytes.buffer) }
     /// The exact value as any fixed-width integer type.
+    @inlinable
     public func integer<T: FixedWidthInteger>(as type: T.Type = T.self) throws(JSONError) -> T {
-        try NumberParsing.integer(bytes.buffer, as: type)
+        // Inlinable, so that the conversion is specialized for `T` where it is called: generic
+        // code behind a module boundary looks `T`'s conformances up at run time, for every number.
+        if T.isSigned {
+            if let r = T(exactly: try int64()) { return r }
+        } else if let r = T(exactly: try uint64()) {
+            return r
+        }
+        throw overflow(as: T.self)
     }
+    /// The error for an exact value outside `type`'s range.
+    @usableFromInline
+    func overflow(as type: Any.Type) -> JSONError { NumberParsing.overflow(bytes.buffer, "\(type)") }
     /// The correctly rounded `Double`; fails when the magnitude overflows (`1e400`).
     /// A value too small for `Double` (`1e-400`) rounds to zero, as IEEE 754 says.
     public func double() throws(JSONError) -> Double { try NumberParsing.double(bytes.buffer) }
@@ -106,8 +117,20 @@ public struct JSONNumber: Hashable, Sendable, CustomStringConvertible, Expressib
     /// The exact `UInt64`.
     public func uint64() throws(JSONError) -> UInt64 { try withBytes(NumberParsing.uint64) }
     /// The exact value as any fixed-width integer type.
+    @inlinable
     public func integer<T: FixedWidthInteger>(as type: T.Type = T.self) throws(JSONError) -> T {
-        try withBytes { b throws(JSONError) in try NumberParsing.integer(b, as: type) }
+        if T.isSigned {
+            if let r = T(exactly: try int64()) { return r }
+        } else if let r = T(exactly: try uint64()) {
+            return r
+        }
+        throw overflow(as: T.self)
+    }
+    /// The error for an exact value outside `type`'s range.
+    @usableFromInline
+    func overflow(as type: Any.Type) -> JSONError {
+        var t = text
+        return t.withUTF8 { NumberParsing.overflow(UnsafeRawBufferPointer($0), "\(type)") }
     }
     /// The correctly rounded `Double`; fails on overflow.
     public func double() throws(JSONError) -> Double { try withBytes(NumberParsing.double) }

@@ -152,17 +152,6 @@ enum NumberParsing {
         return m
     }
 
-    static func integer<T: FixedWidthInteger>(_ text: UnsafeRawBufferPointer, as: T.Type) throws(JSONError) -> T {
-        if T.isSigned {
-            let v = try int64(text)
-            guard let r = T(exactly: v) else { throw overflow(text, "\(T.self)") }
-            return r
-        }
-        let v = try uint64(text)
-        guard let r = T(exactly: v) else { throw overflow(text, "\(T.self)") }
-        return r
-    }
-
     private static let exactPowersOfTen: [Double] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
         1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
