@@ -48,6 +48,16 @@ import Testing
         #expect(Set([RecordKey(composed), RecordKey(decomposed), RecordKey("u-\u{E9}")]).count == 2)
     }
 
+    @Test func indexValuesOfStringsAreTheSameWhenTheirBytesAre() {
+        #expect(IndexValue("zo\u{EB}@example.com") != IndexValue("zoe\u{308}@example.com"))
+        #expect(IndexValue("a@b") == IndexValue(String("xa@b".dropFirst())))
+        #expect(IndexValue("a@b").hashValue == IndexValue(String("xa@b".dropFirst())).hashValue)
+        #expect(IndexValue("a@b" as String?) == IndexValue("a@b"))
+        #expect(IndexValue("") == IndexValue(""))
+        #expect(IndexValue("1") != IndexValue(1))
+        #expect(IndexValue(1) == IndexValue(1))
+    }
+
     @Test func indexValuesOfStringsAndOthers() {
         var table: [IndexValue: Int] = [:]
         for i in 0..<5_000 {

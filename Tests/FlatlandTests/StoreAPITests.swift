@@ -72,6 +72,47 @@ struct StoreAPITests {
         #expect(store.snapshot().entities(where: \User.email, equals: "a@x").count == 1)
     }
 
+    /// Two indexes on one type, beside another indexed type: the first response into an empty
+    /// store fills every index at once; later responses move records between values.
+    @Test(arguments: StoreBackend.allCases) func severalIndexedTypesInTheFirstResponse(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try EntityRegistry([User.self, Handset.self]))
+        var items: [String] = []
+        for i in 0..<60 {
+            items.append(#"{"uuid":"u-\#(i)","email":"m\#(i % 7)@x"}"#)
+            items.append(#"{"uuid":"h-\#(i)","model":"model \#(i % 5)","os":"os \#(i % 3)"}"#)
+        }
+        try store.ingest(bytes("[" + items.joined(separator: ",") + "]"))
+        func ids<E: Entity>(_ entities: [E]) -> [String] { entities.map(\.id.description) }
+        func expected(_ prefix: String, _ matches: (Int) -> Bool) -> [String] {
+            (0..<60).filter(matches).map { "\(prefix)-\($0)" }.sorted()
+        }
+        #expect(ids(store.entities(where: \User.email, equals: "m3@x")) == expected("u") { $0 % 7 == 3 })
+        #expect(ids(store.entities(where: \Handset.model, equals: "model 4")) == expected("h") { $0 % 5 == 4 })
+        #expect(ids(store.entities(where: \Handset.os, equals: "os 0")) == expected("h") { $0 % 3 == 0 })
+        try store.ingest(bytes(#"[{"uuid":"h-0","os":"os 1"},{"uuid":"u-3","email":"m0@x"}]"#))
+        #expect(ids(store.entities(where: \Handset.os, equals: "os 0")) == expected("h") { $0 % 3 == 0 && $0 != 0 })
+        #expect(ids(store.entities(where: \Handset.os, equals: "os 1")) == expected("h") { $0 % 3 == 1 || $0 == 0 })
+        #expect(ids(store.entities(where: \Handset.model, equals: "model 0")) == expected("h") { $0 % 5 == 0 })
+        #expect(ids(store.entities(where: \User.email, equals: "m3@x")) == expected("u") { $0 % 7 == 3 && $0 != 3 })
+        #expect(ids(store.entities(where: \User.email, equals: "m0@x")) == expected("u") { $0 % 7 == 0 || $0 == 3 })
+    }
+
+    /// Indexed strings are the same value when their bytes are, in memory as in SQL: text that
+    /// Unicode calls equivalent but that is spelled with other bytes is another value.
+    @Test(arguments: StoreBackend.allCases) func indexedStringsMatchByTheirBytes(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry())
+        try store.ingest(
+            bytes(#"[{"uuid":"u-1","email":"zo\u00eb@x"},{"uuid":"u-2","email":"zoe\u0308@x"},{"uuid":"u-3"}]"#))
+        #expect("zo\u{EB}@x" == "zoe\u{308}@x", "Swift's String calls them equal")
+        #expect(store.entities(where: \User.email, equals: "zo\u{EB}@x").map(\.id.rawValue) == ["u-1"])
+        #expect(store.entities(where: \User.email, equals: "zoe\u{308}@x").map(\.id.rawValue) == ["u-2"])
+        #expect(store.entities(where: \User.email, equals: "zoe@x").isEmpty)
+        // Moving a record between the two keeps them apart.
+        try store.ingest(bytes(#"{"uuid":"u-3","email":"zo\u00eb@x"}"#))
+        #expect(store.entities(where: \User.email, equals: "zo\u{EB}@x").map(\.id.rawValue) == ["u-1", "u-3"])
+        #expect(store.snapshot().entities(where: \User.email, equals: "zoe\u{308}@x").map(\.id.rawValue) == ["u-2"])
+    }
+
     /// The first response into an empty in-memory store becomes its records wholesale; what
     /// follows must behave exactly as it does for a store that already held records.
     @Test(arguments: StoreBackend.allCases) func firstResponseIntoAnEmptyStoreAndAfter(backend: StoreBackend) throws {
@@ -205,4 +246,15 @@ struct StoreAPITests {
         #expect(error?.message.contains("zz-1") == true)
         #expect(fingerprint(store) == before)
     }
+}
+
+/// A type with two indexes.
+struct Handset: Entity, Equatable {
+    static let prefix = "h"
+    var id: EntityID<Handset>
+    var model = ""
+    var os = ""
+    init(id: EntityID<Handset>) { self.id = id }
+    static let fields: [Field<Handset>] = [Field("model", \.model), Field("os", \.os)]
+    static let indexes: [EntityIndex<Handset>] = [EntityIndex("model", \.model), EntityIndex("os", \.os)]
 }

@@ -20,12 +20,27 @@ struct PendingBatch {
     private(set) var ids: [String] = []
     private(set) var counts = PrefixCounts()
     private var indexed: [Unmanaged<EntityBox>] = []
+    /// How many of `indexed` each type has.
+    private var indexedCounts: [(type: ObjectIdentifier, count: Int)] = []
 
     private mutating func tally(_ draft: EntityBox) {
         guard tallies else { return }
         ids.append(draft.id)
         counts.add(draft, 1)
-        if let type = draft.type, type.hasIndexes { indexed.append(.passUnretained(draft)) }
+        if let type = draft.type, type.hasIndexes {
+            indexed.append(.passUnretained(draft))
+            let id = ObjectIdentifier(type)
+            if let i = indexedCounts.firstIndex(where: { $0.type == id }) {
+                indexedCounts[i].count += 1
+            } else {
+                indexedCounts.append((id, 1))
+            }
+        }
+    }
+
+    /// How many drafts of `type` the batch tallied as indexed.
+    func indexedCount(of type: EntityType) -> Int {
+        indexedCounts.first { $0.type == ObjectIdentifier(type) }?.count ?? 0
     }
 
     /// The draft for the id whose UTF-8 is `bytes` and whose ``RecordKey`` hash is `hash`: an id

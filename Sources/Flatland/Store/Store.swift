@@ -253,7 +253,7 @@ public final class Store: StoreReader, @unchecked Sendable {
                 batch.drafts = RecordTable()
                 contents.prefixCounts = batch.counts
                 changes.inserted = batch.ids
-                batch.forEachIndexedDraft { contents.insertIndexes($0, type: $1) }
+                contents.insertIndexes(of: batch)
             } else {
                 if inPlace { contents.records.reserveCapacity(contents.records.count + batch.drafts.count) }
                 changes.inserted.reserveCapacity(batch.drafts.count)

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Everything a store holds at one moment. A value: a snapshot is a copy of it.
 ///
 /// An in-memory store keeps its records here. A lazy store (one on a ``LazyStorePersistence``)
@@ -22,6 +28,39 @@ public struct StoreContents: Sendable {
         type.forEachIndexEntry(of: box) { key, value in
             indexes[key, default: [:]][value, default: IDSet()].insert(box.id)
         }
+    }
+
+    /// Adds the index entries of the drafts an empty store took over from `batch`: each index's
+    /// table is looked up once and sized once for the batch, instead of found by its name and
+    /// grown step by step for every record.
+    mutating func insertIndexes(of batch: PendingBatch) {
+        var keys: [String] = []
+        var tables: [[IndexValue: IDSet]] = []
+        var lastType: ObjectIdentifier?
+        var first = 0
+        batch.forEachIndexedDraft { box, type in
+            if ObjectIdentifier(type) != lastType {
+                lastType = ObjectIdentifier(type)
+                if let known = keys.firstIndex(of: type.indexKeys[0]) {
+                    first = known
+                } else {
+                    first = keys.count
+                    let count = batch.indexedCount(of: type)
+                    for key in type.indexKeys {
+                        var table = indexes.removeValue(forKey: key) ?? [:]
+                        table.reserveCapacity(table.count + count)
+                        keys.append(key)
+                        tables.append(table)
+                    }
+                }
+            }
+            var i = first
+            type.forEachIndexEntry(of: box) { _, value in
+                tables[i][value, default: IDSet()].insert(box.id)
+                i += 1
+            }
+        }
+        for (key, table) in zip(keys, tables) { indexes[key] = table }
     }
 
     mutating func removeIndexes(_ box: EntityBox, type: EntityType) {
@@ -290,11 +329,13 @@ public struct StoreSnapshot: StoreReader, Sendable {
 /// A value of an indexed property. The values come from `Hashable & Sendable` properties only.
 ///
 /// Strings, the common case (an email, a handle), are kept as themselves, also when the property
-/// is an optional string: hashing and comparing them through `AnyHashable` costs several times
-/// as much.
+/// is an optional string, and are the same value when their UTF-8 bytes are, as they are in SQL
+/// (and as ids are, see ``RecordKey``): hashed with ``idHash(_:)`` and compared byte for byte,
+/// instead of through `AnyHashable` and `String`'s Unicode-aware hashing, which costs several
+/// times as much.
 @usableFromInline
 struct IndexValue: Hashable, @unchecked Sendable {
-    private enum Storage: Hashable {
+    private enum Storage {
         case string(String)
         case other(AnyHashable)
     }
@@ -305,18 +346,41 @@ struct IndexValue: Hashable, @unchecked Sendable {
     @usableFromInline
     init<V: Hashable & Sendable>(_ value: V) {
         if V.self == String.self {
-            storage = .string(unsafeBitCast(value, to: String.self))
+            self.init(string: unsafeBitCast(value, to: String.self))
         } else if V.self == String?.self, let string = unsafeBitCast(value, to: String?.self) {
-            // An optional string property (an email, say) that holds one: the same fast case.
-            storage = .string(string)
+            self.init(string: string)
         } else {
-            storage = .other(AnyHashable(value))
+            self.init(other: AnyHashable(value))
         }
-        hash = storage.hashValue
+    }
+
+    private init(string: String) {
+        storage = .string(string)
+        var string = string
+        hash = string.withUTF8(idHash)
+    }
+
+    private init(other: AnyHashable) {
+        storage = .other(other)
+        hash = other.hashValue
     }
 
     @usableFromInline
-    static func == (a: IndexValue, b: IndexValue) -> Bool { a.hash == b.hash && a.storage == b.storage }
+    static func == (a: IndexValue, b: IndexValue) -> Bool {
+        guard a.hash == b.hash else { return false }
+        switch (a.storage, b.storage) {
+        case (.string(var x), .string(var y)):
+            return x.withUTF8 { x in
+                y.withUTF8 { y in
+                    x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
+                }
+            }
+        case (.other(let x), .other(let y)):
+            return x == y
+        default:
+            return false
+        }
+    }
 
     @usableFromInline
     func hash(into hasher: inout Hasher) { hasher.combine(hash) }
