@@ -159,7 +159,8 @@ public final class Ingestor: JSONEventHandler {
     private let rules: RuleResolver?
     /// The one token of a scalar handed to a field decoder.
     private let scalarToken = UnsafeMutablePointer<TapeToken>.allocate(capacity: 1)
-    @exclusivity(unchecked) private var lastType: EntityType?
+    /// The type of the last id matched, unretained (the registry keeps every type alive).
+    @exclusivity(unchecked) private var lastType: Unmanaged<EntityType>?
     /// Whether a later object for an id already in the batch may be decoded straight into its
     /// draft: the same result as folding a draft of its own into it, when no data version is
     /// compared, no condition judges each object and a bad entity fails the whole response.
@@ -546,11 +547,12 @@ public final class Ingestor: JSONEventHandler {
     /// batch's draft for it when that may be decoded into again as it is (the conditions
     /// ``decide(_:atEnd:found:idHash:)`` would check). Both nil for an id of no known type.
     private func lookUpInBatch(_ bytes: UnsafeRawBufferPointer) -> (draft: EntityBox?, hash: Int?) {
-        guard let type = knownType(ofID: bytes), let base = bytes.baseAddress else { return (nil, nil) }
-        lastType = type
+        guard let known = knownType(ofID: bytes), let base = bytes.baseAddress else { return (nil, nil) }
+        lastType = known
         let hash = idHash(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: bytes.count))
-        guard mergeInPlace, type.dataVersionKey == nil, let existing = batch.draft(id: bytes, hash: hash),
-            !existing.isOpen, existing.type === type
+        guard mergeInPlace, known._withUnsafeGuaranteedRef({ $0.dataVersionKey == nil }),
+            let existing = batch.draft(id: bytes, hash: hash), !existing.isOpen,
+            existing.type === known.takeUnretainedValue()
         else { return (nil, hash) }
         return (existing, hash)
     }
@@ -567,6 +569,10 @@ public final class Ingestor: JSONEventHandler {
         if let found {
             draft = found
             reused = true
+        } else if let idHash, prefixedIDs, let id = frames[t].firstIDValue, let type = lastType {
+            // A prefixed id whose type the lookup by its bytes found (and left in `lastType`),
+            // and that no draft of the batch may take: a new draft.
+            draft = type._withUnsafeGuaranteedRef { $0.makeDraft(key: RecordKey(id, hash: idHash)) }
         } else if let identity = resolve(t) {
             if let type = entityType(forPrefix: identity.prefix) {
                 let key = idHash.map { RecordKey(identity.id, hash: $0) } ?? RecordKey(identity.id)
@@ -686,7 +692,7 @@ public final class Ingestor: JSONEventHandler {
             let known = id.withUTF8 { knownType(ofID: UnsafeRawBufferPointer($0)) }
             if let known {
                 lastType = known
-                return ResolvedIdentity(id: id, prefix: known.prefix)
+                return ResolvedIdentity(id: id, prefix: known.takeUnretainedValue().prefix)
             }
             guard let prefix = EntityIDFormat.prefix(of: id) else { return nil }
             return ResolvedIdentity(id: id, prefix: prefix)
@@ -711,18 +717,20 @@ public final class Ingestor: JSONEventHandler {
 
     /// The registered type whose prefix the id in `bytes` has, matched on the bytes, the last
     /// one first (runs of one type are common), without making a prefix string or hashing one.
-    private func knownType(ofID bytes: UnsafeRawBufferPointer) -> EntityType? {
-        if let cached = lastType, cached.isPrefix(ofID: bytes) { return cached }
+    private func knownType(ofID bytes: UnsafeRawBufferPointer) -> Unmanaged<EntityType>? {
+        if let cached = lastType, cached._withUnsafeGuaranteedRef({ $0.isPrefix(ofID: bytes) }) { return cached }
         guard knownTypes.count <= 16 else { return nil }
-        return knownTypes.first { $0.isPrefix(ofID: bytes) }
+        return knownTypes.first { $0.isPrefix(ofID: bytes) }.map { .passUnretained($0) }
     }
 
     /// The registered type for `prefix`, with the last lookup remembered (runs of one type are
     /// common).
     private func entityType(forPrefix prefix: String) -> EntityType? {
-        if let cached = lastType, cached.prefix == prefix { return cached }
+        if let cached = lastType, cached._withUnsafeGuaranteedRef({ $0.prefix == prefix }) {
+            return cached.takeUnretainedValue()
+        }
         let type = registry.type(forPrefix: prefix)
-        lastType = type
+        lastType = type.map { .passUnretained($0) }
         return type
     }
 
