@@ -54,6 +54,10 @@ extension Entity {
 }
 
 /// A secondary index on one field of an entity type: `users where email == x` without a scan.
+///
+/// String values match when their UTF-8 bytes are the same, in memory as in SQLite: `"zo\u{EB}"`
+/// and `"zoe\u{308}"`, which Swift's `String` calls equal, are two values. Normalize both sides
+/// yourself where the server may send either spelling.
 public struct EntityIndex<E: Entity>: Sendable {
     /// The index's name, unique within the type.
     public let name: String

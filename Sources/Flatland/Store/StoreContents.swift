@@ -284,7 +284,8 @@ extension StoreReader {
     public var countsByPrefix: [String: Int] { withContents { $0.countsByPrefix } }
 
     /// The entities of `E` whose indexed property at `keyPath` equals `value`, sorted by id.
-    /// The property must be declared in ``Entity/indexes``; the lookup does not scan.
+    /// The property must be declared in ``Entity/indexes``; the lookup does not scan. Strings
+    /// match by their UTF-8 bytes (see ``EntityIndex``).
     public func entities<E: Entity, V: Hashable & Sendable>(where keyPath: KeyPath<E, V>, equals value: V) -> [E] {
         guard let name = E.indexes.first(where: { ($0.keyPath as AnyKeyPath) == (keyPath as AnyKeyPath) })?.name else {
             preconditionFailure("\(E.self) declares no index on \(keyPath)")
