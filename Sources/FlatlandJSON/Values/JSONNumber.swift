@@ -9,7 +9,7 @@
 /// Nothing is converted until you ask, and every conversion is exact or fails with
 /// ``JSONError/Code-swift.struct/number``: an id above 2^53 read with ``int64()`` never passes
 /// through `Double`.
-public struct JSONNumberText {
+public struct JSONNumberText: ExactIntegerText {
     /// The number's text, exactly as in the input.
     public let bytes: JSONBytes
 
@@ -40,14 +40,7 @@ public struct JSONNumberText {
     /// The exact value as any fixed-width integer type.
     @inlinable
     public func integer<T: FixedWidthInteger>(as type: T.Type = T.self) throws(JSONError) -> T {
-        // Inlinable, so that the conversion is specialized for `T` where it is called: generic
-        // code behind a module boundary looks `T`'s conformances up at run time, for every number.
-        if T.isSigned {
-            if let r = T(exactly: try int64()) { return r }
-        } else if let r = T(exactly: try uint64()) {
-            return r
-        }
-        throw overflow(as: T.self)
+        try exactInteger(type)
     }
     /// The error for an exact value outside `type`'s range.
     @usableFromInline
@@ -63,7 +56,7 @@ public struct JSONNumberText {
 ///
 /// Two numbers are equal when their texts are: `1` and `1.0` are different JSON texts.
 public struct JSONNumber: Hashable, Sendable, CustomStringConvertible, ExpressibleByIntegerLiteral,
-    ExpressibleByFloatLiteral
+    ExpressibleByFloatLiteral, ExactIntegerText
 {
     /// The number's text, a valid JSON number.
     public let text: String
@@ -119,12 +112,7 @@ public struct JSONNumber: Hashable, Sendable, CustomStringConvertible, Expressib
     /// The exact value as any fixed-width integer type.
     @inlinable
     public func integer<T: FixedWidthInteger>(as type: T.Type = T.self) throws(JSONError) -> T {
-        if T.isSigned {
-            if let r = T(exactly: try int64()) { return r }
-        } else if let r = T(exactly: try uint64()) {
-            return r
-        }
-        throw overflow(as: T.self)
+        try exactInteger(type)
     }
     /// The error for an exact value outside `type`'s range.
     @usableFromInline
@@ -136,4 +124,28 @@ public struct JSONNumber: Hashable, Sendable, CustomStringConvertible, Expressib
     public func double() throws(JSONError) -> Double { try withBytes(NumberParsing.double) }
     /// The exact `Decimal`.
     public func decimal() throws(JSONError) -> Decimal { try withBytes(NumberParsing.decimal) }
+}
+
+/// Number text that converts exactly to `Int64` and `UInt64`: the conversion to any other
+/// fixed-width integer type, shared by ``JSONNumberText`` and ``JSONNumber``.
+@usableFromInline
+protocol ExactIntegerText {
+    func int64() throws(JSONError) -> Int64
+    func uint64() throws(JSONError) -> UInt64
+    /// The error for an exact value outside `type`'s range.
+    func overflow(as type: Any.Type) -> JSONError
+}
+
+extension ExactIntegerText {
+    /// Inlinable, so that the conversion is specialized for `T` where it is called: generic code
+    /// behind a module boundary looks `T`'s conformances up at run time, for every number.
+    @inlinable
+    func exactInteger<T: FixedWidthInteger>(_ type: T.Type) throws(JSONError) -> T {
+        if T.isSigned {
+            if let r = T(exactly: try int64()) { return r }
+        } else if let r = T(exactly: try uint64()) {
+            return r
+        }
+        throw overflow(as: T.self)
+    }
 }
