@@ -105,13 +105,13 @@ class EntityType: @unchecked Sendable {
 
     init(
         prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int,
-        recordType: Any.Type, rawDecoders: [RawFieldDecoder], indexKeys: [String],
+        recordType: Any.Type, decoders: [DecoderBox], indexKeys: [String],
         indexValues: [IndexValueReader]
     ) {
         self.recordType = recordType
-        ownedDecoderBoxes = rawDecoders.map(DecoderBox.init)
-        decoderBoxes = .allocate(capacity: max(1, rawDecoders.count))
-        decoderBoxes.initialize(from: ownedDecoderBoxes.map { .passUnretained($0) }, count: rawDecoders.count)
+        ownedDecoderBoxes = decoders
+        decoderBoxes = .allocate(capacity: max(1, decoders.count))
+        decoderBoxes.initialize(from: decoders.map { .passUnretained($0) }, count: decoders.count)
         self.indexKeys = indexKeys
         self.indexValues = indexValues
         self.prefix = prefix
@@ -254,7 +254,8 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
         fields = E.fields
         super.init(
             prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
-            classVersion: E.classVersion, recordType: E.self, rawDecoders: E.fields.map { $0.accessor.rawDecode },
+            classVersion: E.classVersion, recordType: E.self,
+            decoders: E.fields.map { DecoderBox($0.accessor.rawDecode) },
             indexKeys: E.indexes.map { "\(E.prefix).\($0.name)" }, indexValues: E.indexes.map(\.value))
         valueOffset = TypedBox<E>(key: RecordKey(E.prefix + "-"), type: self).valueOffset
     }
@@ -306,7 +307,9 @@ func record(_ value: JSONValue, into tape: inout EventTape) {
     }
 }
 
-/// One field decoder, boxed so that it can be reached unretained.
+/// One field decoder, boxed so that it can be reached unretained. (Boxed straight from the
+/// field, never kept in an array of closures: an array keeps a function value in its most
+/// general form, and each call would then go through two reabstraction thunks.)
 final class DecoderBox: Sendable {
     let decode: RawFieldDecoder
     init(_ decode: @escaping RawFieldDecoder) { self.decode = decode }
