@@ -93,8 +93,9 @@ class EntityType: @unchecked Sendable {
     private let ownedDecoderBoxes: [DecoderBox]
     /// `prefix.name` of each secondary index, made once.
     let indexKeys: [String]
-    /// Each index's reader, in an array whose type does not depend on the entity type.
-    let indexValues: [IndexValueReader]
+    /// Each index's reader, boxed like the field decoders (see ``DecoderBox``), in an array
+    /// whose type does not depend on the entity type.
+    let indexValues: [IndexReaderBox]
     /// Whether the type declares secondary indexes.
     var hasIndexes: Bool { !indexKeys.isEmpty }
     /// The entity's Swift type: the layout of a typed box's storage.
@@ -106,7 +107,7 @@ class EntityType: @unchecked Sendable {
     init(
         prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int,
         recordType: Any.Type, decoders: [DecoderBox], indexKeys: [String],
-        indexValues: [IndexValueReader]
+        indexValues: [IndexReaderBox]
     ) {
         self.recordType = recordType
         ownedDecoderBoxes = decoders
@@ -240,7 +241,7 @@ class EntityType: @unchecked Sendable {
     final func forEachIndexEntry(of box: EntityBox, _ body: (String, IndexValue) -> Void) {
         guard let boxType = box.type, boxType.recordType == recordType else { return }
         let storage = UnsafeRawPointer(box.valueStorage(type: boxType))
-        for i in indexKeys.indices { body(indexKeys[i], indexValues[i](storage)) }
+        for i in indexKeys.indices { body(indexKeys[i], indexValues[i].read(storage)) }
     }
 }
 
@@ -256,7 +257,8 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
             prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
             classVersion: E.classVersion, recordType: E.self,
             decoders: E.fields.map { DecoderBox($0.accessor.rawDecode) },
-            indexKeys: E.indexes.map { "\(E.prefix).\($0.name)" }, indexValues: E.indexes.map(\.value))
+            indexKeys: E.indexes.map { "\(E.prefix).\($0.name)" },
+            indexValues: E.indexes.map { IndexReaderBox($0.value) })
         valueOffset = TypedBox<E>(key: RecordKey(E.prefix + "-"), type: self).valueOffset
     }
 
@@ -305,6 +307,12 @@ func record(_ value: JSONValue, into tape: inout EventTape) {
         }
         tape.append(.endObject)
     }
+}
+
+/// One index's reader, boxed for the same reason as ``DecoderBox``.
+final class IndexReaderBox: Sendable {
+    let read: IndexValueReader
+    init(_ read: @escaping IndexValueReader) { self.read = read }
 }
 
 /// One field decoder, boxed so that it can be reached unretained. (Boxed straight from the
