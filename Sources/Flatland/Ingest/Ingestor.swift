@@ -395,18 +395,22 @@ public final class Ingestor: JSONEventHandler {
                 return
             }
         }
-        // The type's own version key wins over the one in the options.
-        if let own = frames[t].draft?.type?.dataVersionKeyBytes {
+        // The type's own version key wins over the one in the options. (`type` is the draft's
+        // type, unretained.)
+        if !looksForVersionKeys {
+            frames[t].isVersion = false
+        } else if let own = frames[t].type?._withUnsafeGuaranteedRef({ $0.dataVersionKeyBytes }) {
             frames[t].isVersion = own.withUnsafeBytes { JSONBytes(unsafeBuffer: key).equals($0) }
         } else if let versionKey {
             frames[t].isVersion = versionKey.withUnsafeBytes { JSONBytes(unsafeBuffer: key).equals($0) }
         } else {
             frames[t].isVersion = false
         }
-        if let idKey, idKey.withUnsafeBytes({ JSONBytes(unsafeBuffer: key).equals($0) }) {
+        if key.count == idKeyLength, isIDKey(key) {
             frames[t].field = -2
-        } else if let type = frames[t].draft?.type {
-            if let i = type.fieldIndex(JSONBytes(unsafeBuffer: key), hint: frames[t].lastField + 1) {
+        } else if let type = frames[t].type {
+            let hint = frames[t].lastField &+ 1
+            if let i = type._withUnsafeGuaranteedRef({ $0.fieldIndex(JSONBytes(unsafeBuffer: key), hint: hint) }) {
                 frames[t].field = i
                 frames[t].lastField = i
             } else {
