@@ -80,8 +80,8 @@ struct PendingBatch {
         if taskItemSet.insert(key).inserted { taskItems.append(key.id) }
     }
 
-    /// Adds a completed draft when no data versions are compared: one hash lookup when the id is
-    /// new, the usual case.
+    /// Adds a completed draft when no data versions are compared: one probe of the table, which
+    /// adds the draft when its id is new, the usual case.
     mutating func addUnversioned(_ draft: EntityBox) {
         if let previous = drafts.insert(draft) {
             previous.absorb(draft)

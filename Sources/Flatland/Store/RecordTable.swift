@@ -46,10 +46,21 @@ struct RecordTable: Sendable {
     }
 
     /// Adds `box` unless a record with its key is there: returns that record (and adds nothing),
-    /// or nil when `box` was added.
+    /// or nil when `box` was added. One probe of the index either way.
     mutating func insert(_ box: EntityBox) -> EntityBox? {
-        if let existing = self[box.key] { return existing }
-        append(box)
+        guard index.isBuilt else {
+            if let existing = self[box.key] { return existing }
+            append(box)
+            return nil
+        }
+        let key = box.key
+        let found = boxes.withUnsafeBufferPointer { boxes in
+            index.findOrInsert(hash: key.hash, position: boxes.count) { p in
+                boxes[p].key.hash == key.hash && boxes[p].key.id == key.id
+            }
+        }
+        if let found { return boxes[found] }
+        boxes.append(box)
         return nil
     }
 
@@ -153,6 +164,24 @@ struct PositionIndex: Sendable {
         if (count + 1) * 2 > slots.count { rebuild(size: max(64, slots.count * 2)) }
         place(Self.entry(hash, position))
         count += 1
+    }
+
+    /// The position stored with `hash` that `matches`; or, when there is none, `position` is
+    /// stored with `hash` in the free slot the search ended at, and the result is nil.
+    mutating func findOrInsert(hash: Int, position: Int, _ matches: (Int) -> Bool) -> Int? {
+        // Grown first, so that the search ends where the new entry goes.
+        if (count + 1) * 2 > slots.count { rebuild(size: max(64, slots.count * 2)) }
+        let mask = slots.count - 1
+        let tag = Self.tag(hash)
+        var s = Int(truncatingIfNeeded: tag) & mask
+        while slots[s] != 0 {
+            let p = Int(truncatingIfNeeded: slots[s] & 0xFFFF_FFFF) - 1
+            if slots[s] &>> 32 == tag, matches(p) { return p }
+            s = (s &+ 1) & mask
+        }
+        slots[s] = Self.entry(hash, position)
+        count += 1
+        return nil
     }
 
     /// Removes the entry of `position` (stored with `hash`), shifting back the entries after it
