@@ -158,15 +158,15 @@ import Testing
         }
     }
 
-    /// Where the processor checks UTF-8 with vector lookups, the verdict for a block (after the
-    /// three bytes before it) matches a plain reading of RFC 3629: text before the block that is
-    /// well-formed, then the block, where only a sequence cut short by the block's end may remain.
     /// Whether this processor checks UTF-8 with vector lookups (elsewhere the scanner checks
     /// multi-byte characters one by one, which the conformance tests cover).
     static let vectorUTF8Check = [UInt8](repeating: 0x61, count: 64).withUnsafeBufferPointer {
         flatland_utf8_block_check($0.baseAddress!, 0) >= 0
     }
 
+    /// Where the processor checks UTF-8 with vector lookups, the verdict for a block (after the
+    /// three bytes before it) matches a plain reading of RFC 3629: text before the block that is
+    /// well-formed, then the block, where only a sequence cut short by the block's end may remain.
     @Test(.enabled(if: vectorUTF8Check, "this processor has no vector UTF-8 check"))
     func utf8CheckMatchesAPlainValidator() {
         var rng = SeededGenerator(seed: 3629)

@@ -563,8 +563,9 @@ public final class Ingestor: JSONEventHandler {
 
     /// Decides whether undecided object `t` is an entity. An entity decodes the members it has
     /// recorded and goes on as an entity; anything else goes on as a container. `found` is a
-    /// draft of the batch already matched to the object's id; `idHash`, when set, is the id's
-    /// hash from a lookup by its bytes that found no draft to reuse (so none is looked for again).
+    /// draft of the batch already matched to the object's id; `idHash`, when set, is the hash of
+    /// a prefixed id whose type a lookup by its bytes found (left in `lastType`) with no draft to
+    /// reuse: a new draft is made for it at once, with no resolving and no second lookup.
     private func decide(_ t: Int, atEnd: Bool, found: EntityBox? = nil, idHash: Int? = nil) throws {
         frames[t].undecided = false
         frames[t].identityKey = -1
@@ -573,15 +574,13 @@ public final class Ingestor: JSONEventHandler {
         if let found {
             draft = found
             reused = true
-        } else if let idHash, prefixedIDs, let id = frames[t].firstIDValue, let type = lastType {
-            // A prefixed id whose type the lookup by its bytes found (and left in `lastType`),
-            // and that no draft of the batch may take: a new draft.
+        } else if let idHash, let id = frames[t].firstIDValue, let type = lastType {
             draft = type._withUnsafeGuaranteedRef { $0.makeDraft(key: RecordKey(id, hash: idHash)) }
         } else if let identity = resolve(t) {
             if let type = entityType(forPrefix: identity.prefix) {
-                let key = idHash.map { RecordKey(identity.id, hash: $0) } ?? RecordKey(identity.id)
-                if idHash == nil, mergeInPlace, type.dataVersionKey == nil, let existing = batch.drafts[key],
-                    !existing.isOpen, existing.type === type
+                let key = RecordKey(identity.id)
+                if mergeInPlace, type.dataVersionKey == nil, let existing = batch.drafts[key], !existing.isOpen,
+                    existing.type === type
                 {
                     draft = existing
                     reused = true

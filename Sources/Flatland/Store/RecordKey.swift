@@ -11,7 +11,7 @@ struct RecordKey: Hashable, Sendable {
 
     init(_ id: String) {
         self.id = id
-        hash = id.utf8.withContiguousStorageIfAvailable(idHash) ?? Array(id.utf8).withUnsafeBufferPointer(idHash)
+        hash = idHash(of: id)
     }
 
     /// A key whose hash was already worked out from the same bytes (``idHash(_:)``).
@@ -40,6 +40,11 @@ func mixHash(_ hash: Int, seed: Int) -> Int {
     x &*= 0xC4CE_B9FE_1A85_EC53
     x ^= x &>> 33
     return Int(truncatingIfNeeded: x)
+}
+
+/// ``idHash(_:)`` of a string's UTF-8.
+func idHash(of text: String) -> Int {
+    text.utf8.withContiguousStorageIfAvailable(idHash) ?? Array(text.utf8).withUnsafeBufferPointer(idHash)
 }
 
 /// This process's random key for ``idHash(_:)``: ids come from servers, so where they land in a

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import FlatlandJSON
 
 /// Records by id, kept in one array in the order they were added, with a hash index of
 /// positions into it. A response's batch gathers its drafts here and an empty in-memory store
@@ -29,17 +25,13 @@ struct RecordTable: Sendable {
     var isEmpty: Bool { boxes.isEmpty }
 
     /// The record with this key.
-    subscript(key: RecordKey) -> EntityBox? {
-        guard let p = position(hash: key.hash, where: { $0.key.id == key.id }) else { return nil }
-        return boxes[p]
-    }
+    subscript(key: RecordKey) -> EntityBox? { position(of: key).map { boxes[$0] } }
 
     /// The record whose id has UTF-8 `bytes` and ``RecordKey`` hash `hash`.
     func box(id bytes: UnsafeRawBufferPointer, hash: Int) -> EntityBox? {
         let p = position(hash: hash) { box in
-            box.key.id.utf8.withContiguousStorageIfAvailable { utf8 in
-                utf8.count == bytes.count
-                    && (bytes.count == 0 || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+            box.key.id.utf8.withContiguousStorageIfAvailable {
+                JSONBytes(unsafeBuffer: bytes).equals(UnsafeRawBufferPointer($0))
             } ?? false
         }
         return p.map { boxes[$0] }
@@ -55,9 +47,7 @@ struct RecordTable: Sendable {
         }
         let key = box.key
         let found = boxes.withUnsafeBufferPointer { boxes in
-            index.findOrInsert(hash: key.hash, position: boxes.count) { p in
-                boxes[p].key.hash == key.hash && boxes[p].key.id == key.id
-            }
+            index.findOrInsert(hash: key.hash, position: boxes.count) { boxes[$0].key == key }
         }
         if let found { return boxes[found] }
         boxes.append(box)
@@ -67,7 +57,7 @@ struct RecordTable: Sendable {
     /// Puts `box` in the place of the record with its key, or adds it. Returns the record replaced.
     @discardableResult
     mutating func put(_ box: EntityBox) -> EntityBox? {
-        guard let p = position(hash: box.key.hash, where: { $0.key.id == box.key.id }) else {
+        guard let p = position(of: box.key) else {
             append(box)
             return nil
         }
@@ -78,7 +68,7 @@ struct RecordTable: Sendable {
 
     /// Removes the record with this key; the last record takes its place. Returns it.
     mutating func remove(_ key: RecordKey) -> EntityBox? {
-        guard let p = position(hash: key.hash, where: { $0.key.id == key.id }) else { return nil }
+        guard let p = position(of: key) else { return nil }
         let last = boxes.count - 1
         if index.isBuilt {
             index.remove(hash: key.hash, position: p)
@@ -111,6 +101,12 @@ struct RecordTable: Sendable {
         for p in boxes.indices { index.insert(hash: boxes[p].key.hash, position: p) }
     }
 
+    /// The position of the record with this key.
+    @inline(__always)
+    private func position(of key: RecordKey) -> Int? {
+        position(hash: key.hash) { $0.key.id == key.id }
+    }
+
     /// The position of the record with this hash that `matches`.
     @inline(__always)
     private func position(hash: Int, where matches: (EntityBox) -> Bool) -> Int? {
@@ -118,15 +114,7 @@ struct RecordTable: Sendable {
             guard index.isBuilt else {
                 return boxes.firstIndex { $0.key.hash == hash && matches($0) }
             }
-            var found: Int?
-            index.forEach(hash: hash) { p in
-                if boxes[p].key.hash == hash, matches(boxes[p]) {
-                    found = p
-                    return false
-                }
-                return true
-            }
-            return found
+            return index.first(hash: hash) { boxes[$0].key.hash == hash && matches(boxes[$0]) }
         }
     }
 }
@@ -154,6 +142,25 @@ struct PositionIndex: Sendable {
     @inline(__always)
     private static func home(_ entry: UInt64, mask: Int) -> Int { Int(truncatingIfNeeded: entry &>> 32) & mask }
 
+    @inline(__always)
+    private static func position(_ entry: UInt64) -> Int { Int(truncatingIfNeeded: entry & 0xFFFF_FFFF) - 1 }
+
+    /// Walks the run of slots from `hash`'s home: the first position stored with the hash's upper
+    /// half that `matches`, or nil; and the slot the walk stopped at (the free one when nil).
+    @inline(__always)
+    private func probe(hash: Int, _ matches: (Int) -> Bool) -> (slot: Int, found: Int?) {
+        slots.withUnsafeBufferPointer { slots in
+            let mask = slots.count - 1
+            let tag = Self.tag(hash)
+            var s = Int(truncatingIfNeeded: tag) & mask
+            while slots[s] != 0 {
+                if slots[s] &>> 32 == tag, matches(Self.position(slots[s])) { return (s, Self.position(slots[s])) }
+                s = (s &+ 1) & mask
+            }
+            return (s, nil)
+        }
+    }
+
     mutating func reserveCapacity(_ n: Int) {
         var size = max(64, slots.count)
         while n * 2 > size { size *= 2 }
@@ -171,15 +178,9 @@ struct PositionIndex: Sendable {
     mutating func findOrInsert(hash: Int, position: Int, _ matches: (Int) -> Bool) -> Int? {
         // Grown first, so that the search ends where the new entry goes.
         if (count + 1) * 2 > slots.count { rebuild(size: max(64, slots.count * 2)) }
-        let mask = slots.count - 1
-        let tag = Self.tag(hash)
-        var s = Int(truncatingIfNeeded: tag) & mask
-        while slots[s] != 0 {
-            let p = Int(truncatingIfNeeded: slots[s] & 0xFFFF_FFFF) - 1
-            if slots[s] &>> 32 == tag, matches(p) { return p }
-            s = (s &+ 1) & mask
-        }
-        slots[s] = Self.entry(hash, position)
+        let (slot, found) = probe(hash: hash, matches)
+        if found != nil { return found }
+        slots[slot] = Self.entry(hash, position)
         count += 1
         return nil
     }
@@ -228,20 +229,11 @@ struct PositionIndex: Sendable {
         for entry in old where entry != 0 { place(entry) }
     }
 
-    /// Calls `body` with each position stored with this hash while it returns true. (Only the
-    /// hash's upper half is kept: a position of another hash with the same upper half may come
-    /// too, rarely, and `body` tells it apart.)
+    /// The first position stored with this hash that `matches`. (Only the hash's upper half is
+    /// kept: a position of another hash with the same upper half may come too, rarely, and
+    /// `matches` tells it apart.)
     @inline(__always)
-    func forEach(hash: Int, _ body: (Int) -> Bool) {
-        guard !slots.isEmpty else { return }
-        slots.withUnsafeBufferPointer { slots in
-            let mask = slots.count - 1
-            let tag = Self.tag(hash)
-            var s = Int(truncatingIfNeeded: tag) & mask
-            while slots[s] != 0 {
-                if slots[s] &>> 32 == tag, !body(Int(truncatingIfNeeded: slots[s] & 0xFFFF_FFFF) - 1) { return }
-                s = (s &+ 1) & mask
-            }
-        }
+    func first(hash: Int, where matches: (Int) -> Bool) -> Int? {
+        isBuilt ? probe(hash: hash, matches).found : nil
     }
 }

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import FlatlandJSON
 
 /// Everything a store holds at one moment. A value: a snapshot is a copy of it.
 ///
@@ -357,8 +353,7 @@ struct IndexValue: Hashable, @unchecked Sendable {
 
     private init(string: String) {
         storage = .string(string)
-        var string = string
-        hash = string.withUTF8(idHash)
+        hash = idHash(of: string)
     }
 
     private init(other: AnyHashable) {
@@ -370,12 +365,8 @@ struct IndexValue: Hashable, @unchecked Sendable {
     static func == (a: IndexValue, b: IndexValue) -> Bool {
         guard a.hash == b.hash else { return false }
         switch (a.storage, b.storage) {
-        case (.string(var x), .string(var y)):
-            return x.withUTF8 { x in
-                y.withUTF8 { y in
-                    x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
-                }
-            }
+        case (.string(var x), .string(let y)):
+            return x.withUTF8 { JSONBytes(unsafeBuffer: UnsafeRawBufferPointer($0)).equals(y) }
         case (.other(let x), .other(let y)):
             return x == y
         default:
