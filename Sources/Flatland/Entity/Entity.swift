@@ -64,6 +64,8 @@ public struct EntityIndex<E: Entity>: Sendable {
     @usableFromInline let keyPath: PartialKeyPath<E> & Sendable
     /// The indexed value of the record at the pointer.
     @usableFromInline let value: IndexValueReader
+    /// The bytes of a record the property is stored in; nil for a computed property.
+    @usableFromInline let storedBytes: Range<Int>?
 
     /// Indexes the values of the property at `keyPath`.
     ///
@@ -73,7 +75,9 @@ public struct EntityIndex<E: Entity>: Sendable {
     public init<Value: Hashable & Sendable>(_ name: String, _ keyPath: KeyPath<E, Value> & Sendable) {
         self.name = name
         self.keyPath = keyPath
-        if let offset = MemoryLayout<E>.offset(of: keyPath) {
+        let offset = MemoryLayout<E>.offset(of: keyPath)
+        storedBytes = offset.map { $0..<$0 + MemoryLayout<Value>.size }
+        if let offset {
             // A stored property: read in place (see ``Field``).
             value = { record in IndexValue((record + offset).assumingMemoryBound(to: Value.self).pointee) }
         } else {

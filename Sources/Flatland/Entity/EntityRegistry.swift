@@ -98,6 +98,9 @@ class EntityType: @unchecked Sendable {
     let indexValues: [IndexReaderBox]
     /// Whether the type declares secondary indexes.
     var hasIndexes: Bool { !indexKeys.isEmpty }
+    /// The fields whose values the secondary indexes read: writing any other field leaves every
+    /// index value of a record as it was.
+    let fieldsReadByIndexes: FieldSet
     /// The entity's Swift type: the layout of a typed box's storage.
     let recordType: Any.Type
     /// Where a box of this type keeps the record's value, from the start of the box (typed
@@ -107,9 +110,10 @@ class EntityType: @unchecked Sendable {
     init(
         prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int,
         recordType: Any.Type, decoders: [DecoderBox], indexKeys: [String],
-        indexValues: [IndexReaderBox]
+        indexValues: [IndexReaderBox], fieldsReadByIndexes: FieldSet = FieldSet()
     ) {
         self.recordType = recordType
+        self.fieldsReadByIndexes = fieldsReadByIndexes
         ownedDecoderBoxes = decoders
         decoderBoxes = .allocate(capacity: max(1, decoders.count))
         decoderBoxes.initialize(from: decoders.map { .passUnretained($0) }, count: decoders.count)
@@ -258,8 +262,25 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
             classVersion: E.classVersion, recordType: E.self,
             decoders: E.fields.map { DecoderBox($0.accessor.rawDecode) },
             indexKeys: E.indexes.map { "\(E.prefix).\($0.name)" },
-            indexValues: E.indexes.map { IndexReaderBox($0.value) })
+            indexValues: E.indexes.map { IndexReaderBox($0.value) },
+            fieldsReadByIndexes: Self.fieldsRead(by: E.indexes, of: E.fields))
         valueOffset = TypedBox<E>(key: RecordKey(E.prefix + "-"), type: self).valueOffset
+    }
+
+    /// The fields whose stored bytes overlap the bytes an index reads. A field or an index that
+    /// goes through a computed property may touch anything: with one, every field counts. (A
+    /// property of no size overlaps nothing, and cannot change an index.)
+    private static func fieldsRead(by indexes: [EntityIndex<E>], of fields: [Field<E>]) -> FieldSet {
+        var read = FieldSet()
+        guard !indexes.isEmpty else { return read }
+        for (i, field) in fields.enumerated()
+        where indexes.contains(where: { index in
+            guard let written = field.storedBytes, let indexed = index.storedBytes else { return true }
+            return written.overlaps(indexed)
+        }) {
+            read.insert(i)
+        }
+        return read
     }
 
     override func makeDraft(key: RecordKey) -> EntityBox { boxClass.init(key: key, type: self) }

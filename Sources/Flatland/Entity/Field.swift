@@ -14,6 +14,8 @@ public struct Field<Root>: Sendable {
     public let key: String
     @usableFromInline let accessor: FieldAccessor<Root>
     var keyPath: PartialKeyPath<Root> & Sendable { accessor.keyPath }
+    /// The bytes of a record the property is stored in; nil for a computed property.
+    @usableFromInline let storedBytes: Range<Int>?
 
     /// Declares that JSON key `key` fills the property at `keyPath`.
     ///
@@ -25,7 +27,9 @@ public struct Field<Root>: Sendable {
     public init<Value: FieldValue>(_ key: String, _ keyPath: WritableKeyPath<Root, Value> & Sendable) {
         self.key = key
         let rawDecode: RawFieldDecoder
-        if let offset = MemoryLayout<Root>.offset(of: keyPath) {
+        let offset = MemoryLayout<Root>.offset(of: keyPath)
+        storedBytes = offset.map { $0..<$0 + MemoryLayout<Value>.size }
+        if let offset {
             // A stored property of a struct: written in place at its offset, without walking
             // the key path at run time for every value.
             rawDecode = { (reader, root) throws(FieldError) in

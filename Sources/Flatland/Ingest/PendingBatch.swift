@@ -14,33 +14,76 @@ struct PendingBatch {
     /// Whether to tally what an empty store that takes the drafts as its records needs of them,
     /// as each draft joins the batch, while it is in cache (the store would otherwise visit every
     /// record again once it has left the cache): their ids in order, their counts per type, and
-    /// the drafts of types with secondary indexes. Set by an ingestor that begins on an empty
+    /// the secondary index tables of their types. Set by an ingestor that begins on an empty
     /// in-memory store; a store takes the drafts only from a batch that tallied them.
     var tallies = false
     private(set) var ids: [String] = []
     private(set) var counts = PrefixCounts()
-    private var indexed: [Unmanaged<EntityBox>] = []
-    /// How many of `indexed` each type has.
-    private var indexedCounts: [(type: ObjectIdentifier, count: Int)] = []
+    /// The index tables of the tallied drafts: `prefix.name` of each index, and its table.
+    private var indexKeys: [String] = []
+    private var indexTables: [IndexTable] = []
+    /// Where each indexed type's tables start in ``indexTables``.
+    private var indexStarts: [(type: ObjectIdentifier, first: Int)] = []
+    /// Tallied drafts whose index values may have changed since (a later object of the response
+    /// wrote a field an index reads, or was folded into one): taken out of the tables then, and
+    /// put back with their values at the end.
+    private var changedIndexed: [Unmanaged<EntityBox>] = []
+    private var changedIndexedSet: Set<ObjectIdentifier> = []
 
     private mutating func tally(_ draft: EntityBox) {
         guard tallies else { return }
         ids.append(draft.id)
         counts.add(draft, 1)
-        if let type = draft.type, type.hasIndexes {
-            indexed.append(.passUnretained(draft))
-            let id = ObjectIdentifier(type)
-            if let i = indexedCounts.firstIndex(where: { $0.type == id }) {
-                indexedCounts[i].count += 1
-            } else {
-                indexedCounts.append((id, 1))
-            }
+        if let type = draft.type, type.hasIndexes { addIndexEntries(of: draft, type: type) }
+    }
+
+    /// The position of `type`'s first table in ``indexTables``, the tables made if need be.
+    private mutating func firstIndexTable(of type: EntityType) -> Int {
+        let id = ObjectIdentifier(type)
+        if let known = indexStarts.first(where: { $0.type == id }) { return known.first }
+        let first = indexTables.count
+        indexStarts.append((id, first))
+        indexKeys.append(contentsOf: type.indexKeys)
+        indexTables.append(contentsOf: repeatElement(IndexTable(), count: type.indexKeys.count))
+        return first
+    }
+
+    private mutating func addIndexEntries(of draft: EntityBox, type: EntityType) {
+        var i = firstIndexTable(of: type)
+        let id = draft.id
+        type.forEachIndexEntry(of: draft) { _, value in
+            indexTables[i].insert(id, for: value)
+            i += 1
         }
     }
 
-    /// How many drafts of `type` the batch tallied as indexed.
-    func indexedCount(of type: EntityType) -> Int {
-        indexedCounts.first { $0.type == ObjectIdentifier(type) }?.count ?? 0
+    /// Notes that `draft`, already in the batch, is about to change in a way that may change its
+    /// index values.
+    mutating func indexedValuesWillChange(_ draft: EntityBox) {
+        guard tallies, let type = draft.type, type.hasIndexes,
+            changedIndexedSet.insert(ObjectIdentifier(draft)).inserted
+        else { return }
+        changedIndexed.append(.passUnretained(draft))
+        var i = firstIndexTable(of: type)
+        let id = draft.id
+        type.forEachIndexEntry(of: draft) { _, value in
+            indexTables[i].remove(id, for: value)
+            i += 1
+        }
+    }
+
+    /// The index tables of the tallied drafts, complete, by `prefix.name`; the batch keeps none.
+    mutating func takeIndexTables() -> [(key: String, table: IndexTable)] {
+        for draft in changedIndexed {
+            draft._withUnsafeGuaranteedRef { addIndexEntries(of: $0, type: $0.type.unsafelyUnwrapped) }
+        }
+        changedIndexed = []
+        changedIndexedSet = []
+        let tables = Array(zip(indexKeys, indexTables))
+        indexKeys = []
+        indexTables = []
+        indexStarts = []
+        return tables.map { (key: $0.0, table: $0.1) }
     }
 
     /// The draft for the id whose UTF-8 is `bytes` and whose ``RecordKey`` hash is `hash`: an id
@@ -49,13 +92,6 @@ struct PendingBatch {
     /// property, the whole batch would be copied and destroyed for every lookup.)
     mutating func draft(id bytes: UnsafeRawBufferPointer, hash: Int) -> EntityBox? {
         drafts.box(id: bytes, hash: hash)
-    }
-
-    /// Calls `body` with each draft of a type with secondary indexes, and its type, in order.
-    func forEachIndexedDraft(_ body: (EntityBox, EntityType) -> Void) {
-        for draft in indexed {
-            draft._withUnsafeGuaranteedRef { body($0, $0.type.unsafelyUnwrapped) }
-        }
     }
 
     /// Calls `body` with each draft, in order.
@@ -84,6 +120,7 @@ struct PendingBatch {
     /// adds the draft when its id is new, the usual case.
     mutating func addUnversioned(_ draft: EntityBox) {
         if let previous = drafts.insert(draft) {
+            indexedValuesWillChange(previous)
             previous.absorb(draft)
         } else {
             tally(draft)
@@ -99,6 +136,7 @@ struct PendingBatch {
             {
                 return false
             }
+            indexedValuesWillChange(existing)
             existing.absorb(draft)
             return true
         }

@@ -253,7 +253,7 @@ public final class Store: StoreReader, @unchecked Sendable {
                 batch.drafts = RecordTable()
                 contents.prefixCounts = batch.counts
                 changes.inserted = batch.ids
-                contents.insertIndexes(of: batch)
+                contents.adoptIndexes(of: &batch)
             } else {
                 if inPlace { contents.records.reserveCapacity(contents.records.count + batch.drafts.count) }
                 changes.inserted.reserveCapacity(batch.drafts.count)

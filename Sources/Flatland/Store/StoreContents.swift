@@ -14,7 +14,7 @@ public struct StoreContents: Sendable {
     /// table of every id, for the sake of a listing that is rarely asked for.)
     var prefixCounts = PrefixCounts()
     /// `prefix.index` → value → ids.
-    var indexes: [String: [IndexValue: IDSet]] = [:]
+    var indexes: [String: IndexTable] = [:]
     var collections: [String: EntityCollection] = [:]
     var collectionIDByDisplay: [String: String] = [:]
     /// Collection ids in the order they were created.
@@ -22,45 +22,26 @@ public struct StoreContents: Sendable {
 
     mutating func insertIndexes(_ box: EntityBox, type: EntityType) {
         type.forEachIndexEntry(of: box) { key, value in
-            indexes[key, default: [:]][value, default: IDSet()].insert(box.id)
+            indexes[key, default: IndexTable()].insert(box.id, for: value)
         }
     }
 
-    /// Adds the index entries of the drafts an empty store took over from `batch`: each index's
-    /// table is looked up once and sized once for the batch, instead of found by its name and
-    /// grown step by step for every record.
-    mutating func insertIndexes(of batch: PendingBatch) {
-        var keys: [String] = []
-        var tables: [[IndexValue: IDSet]] = []
-        var lastType: ObjectIdentifier?
-        var first = 0
-        batch.forEachIndexedDraft { box, type in
-            if ObjectIdentifier(type) != lastType {
-                lastType = ObjectIdentifier(type)
-                if let known = keys.firstIndex(of: type.indexKeys[0]) {
-                    first = known
-                } else {
-                    first = keys.count
-                    let count = batch.indexedCount(of: type)
-                    for key in type.indexKeys {
-                        var table = indexes.removeValue(forKey: key) ?? [:]
-                        table.reserveCapacity(table.count + count)
-                        keys.append(key)
-                        tables.append(table)
-                    }
-                }
-            }
-            var i = first
-            type.forEachIndexEntry(of: box) { _, value in
-                tables[i][value, default: IDSet()].insert(box.id)
-                i += 1
+    /// Takes the index tables `batch` filled while each of its drafts was in cache, when an
+    /// empty store takes the drafts over as its records: an empty table is replaced whole, and
+    /// nothing visits the records again.
+    mutating func adoptIndexes(of batch: inout PendingBatch) {
+        for (key, table) in batch.takeIndexTables() {
+            // (Records removed earlier can leave values with no ids behind.)
+            if indexes[key]?.isEmpty == false {
+                indexes[key]!.formUnion(table)
+            } else {
+                indexes[key] = table
             }
         }
-        for (key, table) in zip(keys, tables) { indexes[key] = table }
     }
 
     mutating func removeIndexes(_ box: EntityBox, type: EntityType) {
-        type.forEachIndexEntry(of: box) { key, value in indexes[key]?[value]?.remove(box.id) }
+        type.forEachIndexEntry(of: box) { key, value in indexes[key]?.remove(box.id, for: value) }
     }
 
     /// Stores `box`, which replaces `old` (nil for a new id).
@@ -145,7 +126,7 @@ public struct StoreContents: Sendable {
     /// asks the SQL index and checks each record it loads.
     func boxes(index key: String, value: IndexValue, type: EntityType) -> [EntityBox] {
         guard let backing else {
-            return (indexes[key]?[value]?.ids ?? []).sorted().compactMap { records[RecordKey($0)] }
+            return (indexes[key]?.ids(for: value) ?? []).sorted().compactMap { records[RecordKey($0)] }
         }
         let ids = backing.attempt { try backing.source.ids(index: key, value: value.persistentText) } ?? []
         let found = backing.boxes(ids: ids)
@@ -174,32 +155,6 @@ public struct StoreContents: Sendable {
         guard let kind else { return all }
         return all.filter { $0.kind == kind }
     }
-}
-
-/// The ids under one index value: most values (an email) have one id, so it is kept inline.
-struct IDSet: Sendable {
-    private var single: String?
-    private var many: Set<String>?
-
-    init() {}
-
-    mutating func insert(_ id: String) {
-        if many != nil {
-            many!.insert(id)
-        } else if let single, single != id {
-            many = [single, id]
-            self.single = nil
-        } else {
-            single = id
-        }
-    }
-
-    mutating func remove(_ id: String) {
-        if single == id { single = nil }
-        many?.remove(id)
-    }
-
-    var ids: [String] { many.map { Array($0) } ?? single.map { [$0] } ?? [] }
 }
 
 /// How many records a store has of each prefix: counted by entity type (a pointer compared with
@@ -288,7 +243,7 @@ extension StoreReader {
         }
         return withContents { c in
             guard let type = c.backing?.registry.type(forPrefix: E.prefix) else {
-                return (c.indexes["\(E.prefix).\(name)"]?[IndexValue(value)]?.ids ?? []).sorted().compactMap {
+                return (c.indexes["\(E.prefix).\(name)"]?.ids(for: IndexValue(value)) ?? []).sorted().compactMap {
                     (c.records[RecordKey($0)] as? TypedBox<E>)?.value
                 }
             }
@@ -338,7 +293,7 @@ struct IndexValue: Hashable, @unchecked Sendable {
     }
     private let storage: Storage
     /// The value's hash, worked out once (see ``RecordKey``).
-    private let hash: Int
+    let hash: Int
 
     @usableFromInline
     init<V: Hashable & Sendable>(_ value: V) {
