@@ -8,6 +8,8 @@ class EntityBox: @unchecked Sendable {
     final var id: String { key.id }
     /// The registered type, for typed boxes.
     final let type: EntityType?
+    /// The registered type's identity, for comparing types without retaining one.
+    final var typeIdentifier: ObjectIdentifier? { type.map { ObjectIdentifier($0) } }
     /// Typed boxes: which declared fields (by index) are present.
     var present = FieldSet()
     var dataVersion: Double?

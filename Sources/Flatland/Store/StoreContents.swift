@@ -165,16 +165,16 @@ struct PrefixCounts: Sendable {
 
     /// Counts `box` in (`delta` 1) or out (-1).
     mutating func add(_ box: EntityBox, _ delta: Int) {
-        guard let type = box.type else {
+        // Compared by identity, the box's type is not retained: this runs for every new record.
+        guard let id = box.typeIdentifier else {
             untyped[box.prefix, default: 0] += delta
             return
         }
-        let id = ObjectIdentifier(type)
         for i in typed.indices where typed[i].type == id {
             typed[i].count += delta
             return
         }
-        typed.append((id, type.prefix, delta))
+        typed.append((id, box.type.unsafelyUnwrapped.prefix, delta))
     }
 
     subscript(prefix: String) -> Int {
