@@ -574,7 +574,9 @@ public final class Ingestor: JSONEventHandler {
         if let found {
             draft = found
             reused = true
-        } else if let idHash, let id = frames[t].firstIDValue, let type = lastType {
+        } else if let idHash, frames[t].firstIDValue != nil, let type = lastType {
+            // The id moves from the frame into the draft's key.
+            let id = frames[t].firstIDValue.take().unsafelyUnwrapped
             draft = type._withUnsafeGuaranteedRef { $0.makeDraft(key: RecordKey(id, hash: idHash)) }
         } else if let identity = resolve(t) {
             if let type = entityType(forPrefix: identity.prefix) {
@@ -795,22 +797,25 @@ public final class Ingestor: JSONEventHandler {
         let (role, mark, failed, inEntity) = (
             frames.popped.role, frames.popped.mark, frames.popped.failed, frames.popped.inEntity
         )
-        guard let draft = frames.popped.draft else { return }
-        draft.isOpen = false
-        var listed = !failed
-        if frames.popped.reused {
-            // Already in the batch: its fields were decoded into the draft there.
-        } else if mergeInPlace, draft.type?.dataVersionKey == nil {
-            batch.addUnversioned(draft)
-        } else if !failed {
-            if let condition = store.hooks.condition, !condition(IncomingEntity(draft: draft)) {
-                listed = false
-            } else {
-                _ = batch.add(draft) { store.currentVersion(of: draft.id) }
+        // The popped frame keeps the draft alive until the next push: borrowed, not retained.
+        guard frames.popped.draft != nil else { return }
+        try Unmanaged.passUnretained(frames.popped.draft.unsafelyUnwrapped)._withUnsafeGuaranteedRef { draft in
+            draft.isOpen = false
+            var listed = !failed
+            if frames.popped.reused {
+                // Already in the batch: its fields were decoded into the draft there.
+            } else if mergeInPlace, draft.type?.dataVersionKey == nil {
+                batch.addUnversioned(draft)
+            } else if !failed {
+                if let condition = store.hooks.condition, !condition(IncomingEntity(draft: draft)) {
+                    listed = false
+                } else {
+                    _ = batch.add(draft) { store.currentVersion(of: draft.id) }
+                }
             }
+            if listed, !inEntity { offerTaskItem(draft.key) }
+            try childEnded(role: role, mark: mark, id: draft.key.id, listed: listed)
         }
-        if listed, !inEntity { offerTaskItem(draft.key) }
-        try childEnded(role: role, mark: mark, id: draft.id, listed: listed)
     }
 
     /// A child frame ended; `id` is set when it was an entity.
