@@ -98,6 +98,8 @@ struct EventTape: ~Copyable {
     }
 
     mutating func append(_ kind: FieldToken.Kind, _ string: String) {
+        // Read in place (a native or small string), without the copy that `withUTF8` needs.
+        if string.utf8.withContiguousStorageIfAvailable({ append(kind, UnsafeRawBufferPointer($0)) }) != nil { return }
         var s = string
         s.withUTF8 { append(kind, UnsafeRawBufferPointer($0)) }
     }

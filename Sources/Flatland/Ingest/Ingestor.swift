@@ -140,6 +140,8 @@ public final class Ingestor: JSONEventHandler {
     private let identityKeys: [[UInt8]]
     private let identityKeyNames: [String]
     private let idKey: [UInt8]?
+    /// Whether the options' version key is the id key.
+    private let idKeyIsVersionKey: Bool
     private let prefixedIDs: Bool
     /// Whether every object may be an entity (the resolver has no static rules).
     private let mayIdentifyAll: Bool
@@ -181,6 +183,7 @@ public final class Ingestor: JSONEventHandler {
         prefixedIDs = options.resolver is PrefixedIDResolver
         mayIdentifyAll = prefixedIDs
         versionKey = options.versionKey.map { Array($0.utf8) }
+        idKeyIsVersionKey = versionKey == idKey
         looksForVersionKeys = options.versionKey != nil || types.values.contains { $0.dataVersionKeyBytes != nil }
         idKeyLength = idKey?.count ?? -1
         mergeInPlace =
@@ -601,8 +604,9 @@ public final class Ingestor: JSONEventHandler {
                 }
             }
         }
-        frames[t].firstIDValue = nil
-        frames[t].otherIDValues = []
+        // (Cleared only where set: most are empty, and a release of nothing is still a call.)
+        if frames[t].firstIDValue != nil { frames[t].firstIDValue = nil }
+        if !frames[t].otherIDValues.isEmpty { frames[t].otherIDValues = [] }
         guard let draft else {
             // A container: it records only if its parent does (or it is a field's value).
             let parentRecords = t > 0 && frames[t - 1].records && frames[t - 1].kind != .entity
@@ -620,22 +624,22 @@ public final class Ingestor: JSONEventHandler {
             return
         }
         // Nested entities found so far were not top-level after all.
-        frames[t].provisionalItems = []
-        frames[t].provisionalSlice = nil
+        if !frames[t].provisionalItems.isEmpty { frames[t].provisionalItems = [] }
+        if frames[t].provisionalSlice != nil { frames[t].provisionalSlice = nil }
         frames[t].kind = .entity
-        frames[t].draft = draft
-        frames[t].type = draft.type.map { .passUnretained($0) }
-        frames[t].reused = reused
         draft.isOpen = true
+        frames[t].type = draft.type.map { .passUnretained($0) }
+        frames[t].draft = consume draft
+        frames[t].reused = reused
         frames[t].records = false
-        frames[t].key = nil
+        if frames[t].key != nil { frames[t].key = nil }
         frames[t].keyPending = false
         frames[t].offset = nil
         frames[t].count = nil
         frames[t].total = nil
-        frames[t].sliceItems = nil
+        if frames[t].sliceItems != nil { frames[t].sliceItems = nil }
         let mark = frames[t].mark
-        if !onlyIDMember(since: mark, of: draft) {
+        if !onlyIDMember(since: mark, of: t) {
             try replayMembers(t, from: EventTape.Mark(tokens: mark.tokens + 1, bytes: mark.bytes))
         }
         tape.truncate(to: mark)
@@ -644,9 +648,9 @@ public final class Ingestor: JSONEventHandler {
 
     /// Whether the tape since `mark` holds the id member alone (`{`, the id key, its value): the
     /// usual entity begins with its id, and replaying that member would set nothing.
-    private func onlyIDMember(since mark: EventTape.Mark, of draft: EntityBox) -> Bool {
-        guard let idKey, tape.tokenCount == mark.tokens + 3, versionKey != idKey,
-            draft.type?.dataVersionKeyBytes != idKey
+    private func onlyIDMember(since mark: EventTape.Mark, of t: Int) -> Bool {
+        guard let idKey, tape.tokenCount == mark.tokens + 3, !idKeyIsVersionKey,
+            frames[t].type?._withUnsafeGuaranteedRef({ $0.dataVersionKeyBytes != idKey }) ?? true
         else { return false }
         let key = tape.token(mark.tokens + 1)
         guard key.kind == .key else { return false }

@@ -42,12 +42,15 @@ public struct JSONBytes {
     /// Whether the bytes equal the UTF-8 of `other`.
     @inlinable
     public func equals(_ other: String) -> Bool {
-        var other = other
-        return other.withUTF8 { utf8 in
+        func equals(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
             guard utf8.count == buffer.count else { return false }
             if utf8.isEmpty { return true }
             return memoryEquals(buffer.baseAddress!, UnsafeRawPointer(utf8.baseAddress!), utf8.count)
         }
+        // Read in place (a native or small string), without the copy that `withUTF8` needs.
+        if let result = other.utf8.withContiguousStorageIfAvailable(equals) { return result }
+        var other = other
+        return other.withUTF8(equals)
     }
 
     /// Whether the bytes equal `other`.
