@@ -85,7 +85,7 @@ func seedRegistry() throws -> EntityRegistry {
 
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-/// A type with its own data version key: a stale `rev` is skipped.
+/// A type with its own data version key: a stale `rev` is skipped. Indexed by title.
 struct Article: Entity, Equatable {
     static let prefix = "ar"
     static let dataVersionKey: String? = "rev"
@@ -94,6 +94,7 @@ struct Article: Entity, Equatable {
     var rev = 0
     init(id: EntityID<Article>) { self.id = id }
     static let fields: [Field<Article>] = [Field("title", \.title), Field("rev", \.rev)]
+    static let indexes: [EntityIndex<Article>] = [EntityIndex("title", \.title)]
 }
 
 /// A type without a declared version field: the ingest options name the version key.
