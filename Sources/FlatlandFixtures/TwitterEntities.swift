@@ -164,7 +164,8 @@ public enum Twitter {
         public var users: [String: User] = [:]
         public var mentions: [String: Mention] = [:]
         public init() {}
-        public var count: Int { statuses.count + users.count + mentions.count }
+        /// Entities by id: a mention kept before its user's full record was met is the same user.
+        public var count: Int { statuses.count + users.count + mentions.keys.filter { users[$0] == nil }.count }
 
         public mutating func insert(_ status: Status) {
             statuses[status.id_str] = status
