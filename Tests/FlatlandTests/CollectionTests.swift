@@ -23,6 +23,21 @@ struct CollectionTests {
         #expect(result.endpointCollection == nil)
     }
 
+    /// Entities inside envelopes that turn out to be containers are handed down level by level,
+    /// in document order, whether the level below has found top-level entities of its own yet or
+    /// not; and the same when a small pending budget settles the envelopes early.
+    @Test(arguments: [1 << 20, 64])
+    func topLevelEntitiesInNestedEnvelopesKeepDocumentOrder(pendingBudget: Int) throws {
+        let options = IngestOptions(maxPendingObjectBytes: pendingBudget)
+        let store = Store(registry: try seedRegistry())
+        let json =
+            #"{"wrap":{"list":[{"uuid":"u-1"},{"uuid":"u-2"}],"inner":{"more":[{"uuid":"u-3"},{"uuid":"u-4"}]}},"#
+            + #""x":{"uuid":"u-5"},"pad":"\#(String(repeating: "p", count: 100))","#
+            + #""wrap2":{"list":[{"uuid":"u-6"},{"uuid":"u-7"}]},"y":[{"uuid":"u-8"}]}"#
+        let result = try store.ingest(bytes(json), options: options)
+        #expect(result.taskCollection.items == (1...8).map { "u-\($0)" })
+    }
+
     @Test(arguments: StoreBackend.allCases) func eachTaskGetsItsOwnIdentifierWhenNoneIsGiven(backend: StoreBackend)
         throws
     {

@@ -619,7 +619,7 @@ public final class Ingestor: JSONEventHandler {
             let slice = frames[t].provisionalSlice
             frames[t].provisionalItems = []
             frames[t].provisionalSlice = nil
-            for id in items { offerTaskItem(id, below: t) }
+            offerTaskItems(items, below: t)
             if let slice { offerSlice(slice, below: t) }
             return
         }
@@ -766,7 +766,7 @@ public final class Ingestor: JSONEventHandler {
             frames[i].provisionalSlice = nil
         }
         // They are containers now, so their nested candidates are top-level.
-        for id in items { offerTaskItem(id, below: first) }
+        offerTaskItems(items, below: first)
         if let slice { offerSlice(slice, below: first) }
     }
 
@@ -781,6 +781,25 @@ public final class Ingestor: JSONEventHandler {
             i -= 1
         }
         batch.addTaskItem(id)
+    }
+
+    /// Top-level candidates of a frame that turned out a container, in order: the whole list
+    /// goes to a frame that has none yet, without copying its keys one by one.
+    private func offerTaskItems(_ items: [RecordKey], below limit: Int) {
+        guard !items.isEmpty else { return }
+        var i = limit - 1
+        while i >= 0 {
+            if frames[i].undecided && frames[i].kind == .object {
+                if frames[i].provisionalItems.isEmpty {
+                    frames[i].provisionalItems = items
+                } else {
+                    frames[i].provisionalItems.append(contentsOf: items)
+                }
+                return
+            }
+            i -= 1
+        }
+        for id in items { batch.addTaskItem(id) }
     }
 
     private func offerSlice(_ slice: PendingBatch.Slice, below limit: Int? = nil) {
