@@ -28,6 +28,8 @@ import Testing
                 model[n, default: []].insert(id)
             }
             if step % 500 == 499 || step == 2999 {
+                // A value with no ids left is gone from the table.
+                #expect(table.count == model.values.filter { !$0.isEmpty }.count)
                 for n in 0..<200 {
                     #expect(Set(table.ids(for: IndexValue(Colliding(n: n)))) == model[n] ?? [], "value \(n)")
                 }
@@ -48,7 +50,7 @@ import Testing
                 .map { "u-\($0)" }
             #expect(Set(a.ids(for: IndexValue("m\(m)@x"))) == Set(expected), "m\(m)@x")
         }
-        // A value whose ids are all gone stays, with none: the table counts as empty.
+        // A value whose ids are all gone leaves the table.
         var c = IndexTable()
         c.insert("u-1", for: IndexValue("x"))
         c.remove("u-1", for: IndexValue("x"))

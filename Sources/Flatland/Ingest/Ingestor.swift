@@ -915,12 +915,12 @@ public final class Ingestor: JSONEventHandler {
         guard !frames[e].failed, frames[e].draft != nil else { return }
         let field = frames[e].field
         if field >= 0, let type = frames[e].type {
-            // The frame keeps the draft alive, the registry its type: no retain and release
-            // around every value.
             // A draft decoded into again may change what its indexes read after the batch read it.
             if frames[e].reused, type._withUnsafeGuaranteedRef({ $0.fieldsReadByIndexes.contains(field) }) {
                 batch.indexedValuesWillChange(frames[e].draft.unsafelyUnwrapped)
             }
+            // The frame keeps the draft alive, the registry its type: no retain and release
+            // around every value.
             var failure: FieldError?
             Unmanaged.passUnretained(frames[e].draft.unsafelyUnwrapped)._withUnsafeGuaranteedRef { draft in
                 type._withUnsafeGuaranteedRef { type in

@@ -11,7 +11,10 @@ struct IndexTable: Sendable {
     private var index = PositionIndex()
 
     /// Whether no value has an id.
-    var isEmpty: Bool { entries.allSatisfy { $0.ids.isEmpty } }
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// How many values have ids.
+    var count: Int { entries.count }
 
     /// Adds `id` under `value`.
     mutating func insert(_ id: String, for value: IndexValue) {
@@ -25,10 +28,18 @@ struct IndexTable: Sendable {
         }
     }
 
-    /// Removes `id` from under `value`. (The value stays, with no ids.)
+    /// Removes `id` from under `value`. A value left with no ids goes, so that a table of values
+    /// that keep changing (a status, a timestamp) does not grow without end.
     mutating func remove(_ id: String, for value: IndexValue) {
         guard let p = position(of: value) else { return }
         entries[p].ids.remove(id)
+        guard entries[p].ids.isEmpty else { return }
+        // The last entry takes its place.
+        let last = entries.count - 1
+        index.remove(hash: value.hash, position: p)
+        if p != last { index.move(hash: entries[last].value.hash, from: last, to: p) }
+        entries.swapAt(p, last)
+        entries.removeLast()
     }
 
     /// The ids under `value`, in no particular order.

@@ -31,7 +31,6 @@ public struct StoreContents: Sendable {
     /// nothing visits the records again.
     mutating func adoptIndexes(of batch: inout PendingBatch) {
         for (key, table) in batch.takeIndexTables() {
-            // (Records removed earlier can leave values with no ids behind.)
             if indexes[key]?.isEmpty == false {
                 indexes[key]!.formUnion(table)
             } else {
