@@ -58,6 +58,10 @@ extension Entity {
 /// String values match when their UTF-8 bytes are the same, in memory as in SQLite: `"zo\u{EB}"`
 /// and `"zoe\u{308}"`, which Swift's `String` calls equal, are two values. Normalize both sides
 /// yourself where the server may send either spelling.
+///
+/// The key path may name a stored property, or a computed one (a full name made of two fields):
+/// a record's index value is worked out again when a field it may depend on changes, which for a
+/// computed property is any field.
 public struct EntityIndex<E: Entity>: Sendable {
     /// The index's name, unique within the type.
     public let name: String
