@@ -770,48 +770,47 @@ public final class Ingestor: JSONEventHandler {
         if let slice { offerSlice(slice, below: first) }
     }
 
-    /// A top-level candidate: to the nearest undecided object below `limit`, or the batch.
-    private func offerTaskItem(_ id: RecordKey, below limit: Int? = nil) {
-        var i = (limit ?? frames.count) - 1
+    /// The nearest object below `limit` whose identity is still undecided: where top-level
+    /// candidates wait until it is known to be a container.
+    private func undecidedObject(below limit: Int) -> Int? {
+        var i = limit - 1
         while i >= 0 {
-            if frames[i].undecided && frames[i].kind == .object {
-                frames[i].provisionalItems.append(id)
-                return
-            }
+            if frames[i].undecided && frames[i].kind == .object { return i }
             i -= 1
         }
-        batch.addTaskItem(id)
+        return nil
+    }
+
+    /// A top-level candidate: to the nearest undecided object below `limit`, or the batch.
+    private func offerTaskItem(_ id: RecordKey, below limit: Int? = nil) {
+        if let i = undecidedObject(below: limit ?? frames.count) {
+            frames[i].provisionalItems.append(id)
+        } else {
+            batch.addTaskItem(id)
+        }
     }
 
     /// Top-level candidates of a frame that turned out a container, in order: the whole list
     /// goes to a frame that has none yet, without copying its keys one by one.
     private func offerTaskItems(_ items: [RecordKey], below limit: Int) {
         guard !items.isEmpty else { return }
-        var i = limit - 1
-        while i >= 0 {
-            if frames[i].undecided && frames[i].kind == .object {
-                if frames[i].provisionalItems.isEmpty {
-                    frames[i].provisionalItems = items
-                } else {
-                    frames[i].provisionalItems.append(contentsOf: items)
-                }
-                return
-            }
-            i -= 1
+        guard let i = undecidedObject(below: limit) else {
+            for id in items { batch.addTaskItem(id) }
+            return
         }
-        for id in items { batch.addTaskItem(id) }
+        if frames[i].provisionalItems.isEmpty {
+            frames[i].provisionalItems = items
+        } else {
+            frames[i].provisionalItems.append(contentsOf: items)
+        }
     }
 
     private func offerSlice(_ slice: PendingBatch.Slice, below limit: Int? = nil) {
-        var i = (limit ?? frames.count) - 1
-        while i >= 0 {
-            if frames[i].undecided && frames[i].kind == .object {
-                if frames[i].provisionalSlice == nil { frames[i].provisionalSlice = slice }
-                return
-            }
-            i -= 1
+        if let i = undecidedObject(below: limit ?? frames.count) {
+            if frames[i].provisionalSlice == nil { frames[i].provisionalSlice = slice }
+        } else if batch.slice == nil {
+            batch.slice = slice
         }
-        if batch.slice == nil { batch.slice = slice }
     }
 
     /// An entity's object ended: hand its draft to the batch and its id to the parent.

@@ -27,8 +27,7 @@ struct PendingBatch {
     /// Tallied drafts whose index values may have changed since (a later object of the response
     /// wrote a field an index reads, or was folded into one): taken out of the tables then, and
     /// put back with their values at the end.
-    private var changedIndexed: [Unmanaged<EntityBox>] = []
-    private var changedIndexedSet: Set<ObjectIdentifier> = []
+    private var changedIndexed: [ObjectIdentifier: Unmanaged<EntityBox>] = [:]
 
     private mutating func tally(_ draft: EntityBox) {
         guard tallies else { return }
@@ -61,9 +60,8 @@ struct PendingBatch {
     /// index values.
     mutating func indexedValuesWillChange(_ draft: EntityBox) {
         guard tallies, let type = draft.type, type.hasIndexes,
-            changedIndexedSet.insert(ObjectIdentifier(draft)).inserted
+            changedIndexed.updateValue(.passUnretained(draft), forKey: ObjectIdentifier(draft)) == nil
         else { return }
-        changedIndexed.append(.passUnretained(draft))
         var i = firstIndexTable(of: type)
         let id = draft.id
         type.forEachIndexEntry(of: draft) { _, value in
@@ -74,16 +72,15 @@ struct PendingBatch {
 
     /// The index tables of the tallied drafts, complete, by `prefix.name`; the batch keeps none.
     mutating func takeIndexTables() -> [(key: String, table: IndexTable)] {
-        for draft in changedIndexed {
+        for draft in changedIndexed.values {
             draft._withUnsafeGuaranteedRef { addIndexEntries(of: $0, type: $0.type.unsafelyUnwrapped) }
         }
-        changedIndexed = []
-        changedIndexedSet = []
-        let tables = Array(zip(indexKeys, indexTables))
+        changedIndexed = [:]
+        let tables = zip(indexKeys, indexTables).map { (key: $0, table: $1) }
         indexKeys = []
         indexTables = []
         indexStarts = []
-        return tables.map { (key: $0.0, table: $0.1) }
+        return tables
     }
 
     /// The draft for the id whose UTF-8 is `bytes` and whose ``RecordKey`` hash is `hash`: an id
