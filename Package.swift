@@ -14,7 +14,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
@@ -28,6 +27,7 @@ let package = Package(
             providers: [.apt(["libyajl-dev"]), .brew(["yajl"])]
         ),
         .target(name: "CFlatlandSIMD"),
+        .target(name: "CAllocationCount"),
         .target(name: "FlatlandJSON", dependencies: ["CYAJL", "CFlatlandSIMD"]),
         .target(name: "FlatlandFixtures", dependencies: ["Flatland", "FlatlandJSON"]),
         .target(name: "Flatland", dependencies: ["FlatlandJSON"]),
@@ -63,12 +63,12 @@ let package = Package(
                 "FlatlandServer",
                 "CYAJL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+                "CAllocationCount",
             ]
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON", "CFlatlandSIMD"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),
-        .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON"]),
+        .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON", "CAllocationCount"]),
         .testTarget(
             name: "FlatlandSQLiteTests",
             dependencies: [
