@@ -8,7 +8,7 @@
 struct IndexTable: Sendable {
     /// The values and their ids, in the order the values were first added.
     private var entries: ContiguousArray<(value: IndexValue, ids: IDSet)> = []
-    private var index = PositionIndex()
+    private var index = PositionIndex<NoExtra>()
 
     /// Whether no value has an id.
     var isEmpty: Bool { entries.isEmpty }
@@ -19,7 +19,9 @@ struct IndexTable: Sendable {
     /// Adds `id` under `value`.
     mutating func insert(_ id: String, for value: IndexValue) {
         let found = entries.withUnsafeBufferPointer { entries in
-            index.findOrInsert(hash: value.hash, position: entries.count) { entries[$0].value == value }
+            index.findOrInsert(hash: value.hash, position: entries.count, extra: .none) { p, _ in
+                entries[p].value == value
+            }
         }
         if let found {
             entries[found].ids.insert(id)
@@ -56,7 +58,7 @@ struct IndexTable: Sendable {
 
     private func position(of value: IndexValue) -> Int? {
         entries.withUnsafeBufferPointer { entries in
-            index.first(hash: value.hash) { entries[$0].value == value }
+            index.first(hash: value.hash) { p, _ in entries[p].value == value }?.position
         }
     }
 }

@@ -16,8 +16,32 @@ struct RecordTable: Sendable {
     /// The records.
     private(set) var boxes: ContiguousArray<EntityBox> = []
     /// Built once the table holds ``indexedFrom`` records: a small table (an upsert, a short
-    /// response) is searched in order.
-    private var index = PositionIndex()
+    /// response) is searched in order. Each slot also holds its record's address, so that a
+    /// lookup goes from the slot to the record without reading ``boxes`` (`boxes` keeps the
+    /// records alive; a slot's address is updated wherever `boxes` changes at its position).
+    private var index = PositionIndex<BoxAddress>()
+
+    /// A record's address in an index slot (not a reference: `boxes` owns the record).
+    struct BoxAddress: PositionIndexExtra {
+        let bits: UInt
+
+        static var none: BoxAddress { BoxAddress(bits: 0) }
+
+        private init(bits: UInt) { self.bits = bits }
+
+        init(_ box: EntityBox) { bits = UInt(bitPattern: Unmanaged.passUnretained(box).toOpaque()) }
+
+        /// The record, borrowed from `boxes`.
+        @inline(__always)
+        func withBox<R>(_ body: (EntityBox) -> R) -> R {
+            Unmanaged<EntityBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+                ._withUnsafeGuaranteedRef(body)
+        }
+
+        var box: EntityBox {
+            Unmanaged<EntityBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
+        }
+    }
 
     static let indexedFrom = 16
 
@@ -29,12 +53,14 @@ struct RecordTable: Sendable {
 
     /// The record whose id has UTF-8 `bytes` and ``RecordKey`` hash `hash`.
     func box(id bytes: UnsafeRawBufferPointer, hash: Int) -> EntityBox? {
-        let p = position(hash: hash) { box in
-            box.key.id.utf8.withContiguousStorageIfAvailable {
-                JSONBytes(unsafeBuffer: bytes).equals(UnsafeRawBufferPointer($0))
-            } ?? false
+        @inline(__always) func matches(_ box: EntityBox) -> Bool {
+            box.key.hash == hash
+                && box.key.id.utf8.withContiguousStorageIfAvailable {
+                    JSONBytes(unsafeBuffer: bytes).equals(UnsafeRawBufferPointer($0))
+                } ?? false
         }
-        return p.map { boxes[$0] }
+        guard index.isBuilt else { return boxes.first(where: matches) }
+        return index.first(hash: hash) { _, address in address.withBox(matches) }?.extra.box
     }
 
     /// Adds `box` unless a record with its key is there: returns that record (and adds nothing),
@@ -46,8 +72,8 @@ struct RecordTable: Sendable {
             return nil
         }
         let key = box.key
-        let found = boxes.withUnsafeBufferPointer { boxes in
-            index.findOrInsert(hash: key.hash, position: boxes.count) { boxes[$0].key == key }
+        let found = index.findOrInsert(hash: key.hash, position: boxes.count, extra: BoxAddress(box)) { _, address in
+            address.withBox { $0.key == key }
         }
         if let found { return boxes[found] }
         boxes.append(box)
@@ -63,6 +89,7 @@ struct RecordTable: Sendable {
         }
         let old = boxes[p]
         boxes[p] = box
+        if index.isBuilt { index.setExtra(BoxAddress(box), hash: box.key.hash, position: p) }
         return old
     }
 
@@ -72,6 +99,7 @@ struct RecordTable: Sendable {
         let last = boxes.count - 1
         if index.isBuilt {
             index.remove(hash: key.hash, position: p)
+            // The moved record keeps its address.
             if p != last { index.move(hash: boxes[last].key.hash, from: last, to: p) }
         }
         boxes.swapAt(p, last)
@@ -90,7 +118,7 @@ struct RecordTable: Sendable {
     private mutating func append(_ box: EntityBox) {
         boxes.append(box)
         if index.isBuilt {
-            index.insert(hash: box.key.hash, position: boxes.count - 1)
+            index.insert(hash: box.key.hash, position: boxes.count - 1, extra: BoxAddress(box))
         } else if boxes.count == Self.indexedFrom {
             buildIndex(capacity: boxes.count)
         }
@@ -98,25 +126,26 @@ struct RecordTable: Sendable {
 
     private mutating func buildIndex(capacity: Int) {
         index.reserveCapacity(capacity)
-        for p in boxes.indices { index.insert(hash: boxes[p].key.hash, position: p) }
+        for p in boxes.indices { index.insert(hash: boxes[p].key.hash, position: p, extra: BoxAddress(boxes[p])) }
     }
 
     /// The position of the record with this key.
     @inline(__always)
     private func position(of key: RecordKey) -> Int? {
-        position(hash: key.hash) { $0.key.id == key.id }
+        guard index.isBuilt else { return boxes.firstIndex { $0.key == key } }
+        return index.first(hash: key.hash) { _, address in address.withBox { $0.key == key } }?.position
     }
+}
 
-    /// The position of the record with this hash that `matches`.
-    @inline(__always)
-    private func position(hash: Int, where matches: (EntityBox) -> Bool) -> Int? {
-        boxes.withUnsafeBufferPointer { boxes in
-            guard index.isBuilt else {
-                return boxes.firstIndex { $0.key.hash == hash && matches($0) }
-            }
-            return index.first(hash: hash) { boxes[$0].key.hash == hash && matches(boxes[$0]) }
-        }
-    }
+/// What a ``PositionIndex`` slot carries beside its entry.
+protocol PositionIndexExtra: Sendable {
+    /// The value of an empty slot.
+    static var none: Self { get }
+}
+
+/// No extra word in a ``PositionIndex`` slot.
+struct NoExtra: PositionIndexExtra {
+    static var none: NoExtra { NoExtra() }
 }
 
 /// Open addressing (linear probing) from a hash to positions in a list: the positions stored
@@ -124,15 +153,23 @@ struct RecordTable: Sendable {
 ///
 /// A slot is one word: the hash's upper 32 bits (which also choose the slot) and the position + 1
 /// (0 for an empty slot), so that a probe reads one cache line, not one for the hashes and one
-/// for the positions. The position is then checked against the entry itself.
+/// for the positions. The position is then checked against the entry itself. A slot may carry
+/// an `Extra` word beside it, read in the same cache line (``RecordTable`` keeps the record's
+/// address there); ``NoExtra`` takes no room.
 ///
 /// Beside the slots, one byte per slot: 0 where the slot is empty, or 7 more bits of the hash
 /// (with the high bit set). A probe walks the bytes and reads a slot only where its byte
 /// matches. Most ids a response brings are new, and for them the probe ends at an empty byte:
 /// the bytes of a table of 30,000 records (64 KiB) stay in cache, where its slots (512 KiB) have
 /// left it by the time the next id comes, so the search for a new id costs no miss.
-struct PositionIndex: Sendable {
-    private var slots: [UInt64] = []
+struct PositionIndex<Extra: PositionIndexExtra>: Sendable {
+    struct Slot: Sendable {
+        /// The hash's upper half and the position + 1; 0 where the slot is empty.
+        var entry: UInt64
+        var extra: Extra
+    }
+
+    private var slots: [Slot] = []
     /// Per slot: 0 (empty) or ``control(_:)`` of the entry's hash.
     private var controls: [UInt8] = []
     private var count = 0
@@ -158,10 +195,11 @@ struct PositionIndex: Sendable {
     @inline(__always)
     private static func position(_ entry: UInt64) -> Int { Int(truncatingIfNeeded: entry & 0xFFFF_FFFF) - 1 }
 
-    /// Walks the run of slots from `hash`'s home: the first position stored with the hash's upper
-    /// half that `matches`, or nil; and the slot the walk stopped at (the free one when nil).
+    /// Walks the run of slots from `hash`'s home: the first slot stored with the hash's upper
+    /// half whose position and extra word `match`, or nil; and the slot the walk stopped at (the
+    /// free one when nil).
     @inline(__always)
-    private func probe(hash: Int, _ matches: (Int) -> Bool) -> (slot: Int, found: Int?) {
+    private func probe(hash: Int, _ matches: (Int, Extra) -> Bool) -> (slot: Int, found: Slot?) {
         controls.withUnsafeBufferPointer { controls in
             slots.withUnsafeBufferPointer { slots in
                 let mask = slots.count - 1
@@ -169,8 +207,10 @@ struct PositionIndex: Sendable {
                 let control = Self.control(tag &<< 32)
                 var s = Int(truncatingIfNeeded: tag) & mask
                 while controls[s] != 0 {
-                    if controls[s] == control, slots[s] &>> 32 == tag, matches(Self.position(slots[s])) {
-                        return (s, Self.position(slots[s]))
+                    if controls[s] == control, slots[s].entry &>> 32 == tag,
+                        matches(Self.position(slots[s].entry), slots[s].extra)
+                    {
+                        return (s, slots[s])
                     }
                     s = (s &+ 1) & mask
                 }
@@ -185,20 +225,20 @@ struct PositionIndex: Sendable {
         if size > slots.count { rebuild(size: size) }
     }
 
-    mutating func insert(hash: Int, position: Int) {
+    mutating func insert(hash: Int, position: Int, extra: Extra) {
         if (count + 1) * 2 > slots.count { rebuild(size: max(64, slots.count * 2)) }
-        place(Self.entry(hash, position))
+        place(Slot(entry: Self.entry(hash, position), extra: extra))
         count += 1
     }
 
     /// The position stored with `hash` that `matches`; or, when there is none, `position` is
-    /// stored with `hash` in the free slot the search ended at, and the result is nil.
-    mutating func findOrInsert(hash: Int, position: Int, _ matches: (Int) -> Bool) -> Int? {
+    /// stored with `hash` and `extra` in the free slot the search ended at, and the result is nil.
+    mutating func findOrInsert(hash: Int, position: Int, extra: Extra, _ matches: (Int, Extra) -> Bool) -> Int? {
         // Grown first, so that the search ends where the new entry goes.
         if (count + 1) * 2 > slots.count { rebuild(size: max(64, slots.count * 2)) }
         let (slot, found) = probe(hash: hash, matches)
-        if found != nil { return found }
-        set(slot, Self.entry(hash, position))
+        if let found { return Self.position(found.entry) }
+        set(slot, Slot(entry: Self.entry(hash, position), extra: extra))
         count += 1
         return nil
     }
@@ -209,8 +249,8 @@ struct PositionIndex: Sendable {
         let mask = slots.count - 1
         var hole = slot(of: Self.entry(hash, position))
         var s = (hole &+ 1) & mask
-        while slots[s] != 0 {
-            let home = Self.home(slots[s], mask: mask)
+        while controls[s] != 0 {
+            let home = Self.home(slots[s].entry, mask: mask)
             // Move `s` into the hole unless its home lies cyclically in (hole, s].
             if (s &- home) & mask >= (s &- hole) & mask {
                 set(hole, slots[s])
@@ -218,48 +258,55 @@ struct PositionIndex: Sendable {
             }
             s = (s &+ 1) & mask
         }
-        slots[hole] = 0
+        slots[hole].entry = 0
         controls[hole] = 0
         count -= 1
     }
 
-    /// Records that the entry stored with `hash` at position `from` is now at `to`.
+    /// Records that the entry stored with `hash` at position `from` is now at `to` (its extra
+    /// word stays).
     mutating func move(hash: Int, from: Int, to: Int) {
-        slots[slot(of: Self.entry(hash, from))] = Self.entry(hash, to)
+        slots[slot(of: Self.entry(hash, from))].entry = Self.entry(hash, to)
+    }
+
+    /// Replaces the extra word of the entry stored with `hash` at `position`.
+    mutating func setExtra(_ extra: Extra, hash: Int, position: Int) {
+        slots[slot(of: Self.entry(hash, position))].extra = extra
     }
 
     @inline(__always)
-    private mutating func set(_ slot: Int, _ entry: UInt64) {
-        slots[slot] = entry
-        controls[slot] = Self.control(entry)
+    private mutating func set(_ slot: Int, _ value: Slot) {
+        slots[slot] = value
+        controls[slot] = Self.control(value.entry)
     }
 
     private func slot(of entry: UInt64) -> Int {
         let mask = slots.count - 1
         var s = Self.home(entry, mask: mask)
-        while slots[s] != entry { s = (s &+ 1) & mask }
+        while slots[s].entry != entry { s = (s &+ 1) & mask }
         return s
     }
 
-    private mutating func place(_ entry: UInt64) {
+    private mutating func place(_ value: Slot) {
         let mask = slots.count - 1
-        var s = Self.home(entry, mask: mask)
+        var s = Self.home(value.entry, mask: mask)
         while controls[s] != 0 { s = (s &+ 1) & mask }
-        set(s, entry)
+        set(s, value)
     }
 
     private mutating func rebuild(size: Int) {
         let old = slots
-        slots = Array(repeating: 0, count: size)
+        slots = Array(repeating: Slot(entry: 0, extra: .none), count: size)
         controls = Array(repeating: 0, count: size)
-        for entry in old where entry != 0 { place(entry) }
+        for slot in old where slot.entry != 0 { place(slot) }
     }
 
-    /// The first position stored with this hash that `matches`. (Only the hash's upper half is
-    /// kept: a position of another hash with the same upper half may come too, rarely, and
-    /// `matches` tells it apart.)
+    /// The position stored with this hash that `matches`, with its extra word. (Only the hash's
+    /// upper half is kept: a position of another hash with the same upper half may come too,
+    /// rarely, and `matches` tells it apart.)
     @inline(__always)
-    func first(hash: Int, where matches: (Int) -> Bool) -> Int? {
-        isBuilt ? probe(hash: hash, matches).found : nil
+    func first(hash: Int, where matches: (Int, Extra) -> Bool) -> (position: Int, extra: Extra)? {
+        guard isBuilt, let found = probe(hash: hash, matches).found else { return nil }
+        return (Self.position(found.entry), found.extra)
     }
 }
