@@ -11,8 +11,9 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Compare Flatland with raw yajl, JSONDecoder and JSONSerialization on the same bytes.",
         discussion: """
-            Contenders run interleaved (A B C D E, A B C D E, …) and each figure is the median of
-            the rounds, so the machine's drift cancels out. Build in release mode:
+            Contenders run interleaved, every other round in reverse order (A B C D E, E D C B A,
+            …), and each figure is the median of the rounds, so the machine's drift cancels out
+            and no contender always runs after the same one. Build in release mode:
             swift run -c release flatland bench
             """
     )
