@@ -160,8 +160,12 @@ enum Bench {
     static func mallocs(_ body: () throws -> Void) rethrows -> Int? {
         guard flatland_allocation_count_available() != 0 else { return nil }
         flatland_allocation_count_start()
-        defer { _ = flatland_allocation_count_stop() }
-        try body()
+        do {
+            try body()
+        } catch {
+            _ = flatland_allocation_count_stop()
+            throw error
+        }
         return Int(flatland_allocation_count_stop())
     }
 
