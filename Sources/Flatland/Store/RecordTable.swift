@@ -31,16 +31,16 @@ struct RecordTable: Sendable {
 
         init(_ box: EntityBox) { bits = UInt(bitPattern: Unmanaged.passUnretained(box).toOpaque()) }
 
-        /// The record, borrowed from `boxes`.
         @inline(__always)
-        func withBox<R>(_ body: (EntityBox) -> R) -> R {
-            Unmanaged<EntityBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
-                ._withUnsafeGuaranteedRef(body)
+        private var unmanaged: Unmanaged<EntityBox> {
+            Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
         }
 
-        var box: EntityBox {
-            Unmanaged<EntityBox>.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped).takeUnretainedValue()
-        }
+        /// The record, borrowed from `boxes`.
+        @inline(__always)
+        func withBox<R>(_ body: (EntityBox) -> R) -> R { unmanaged._withUnsafeGuaranteedRef(body) }
+
+        var box: EntityBox { unmanaged.takeUnretainedValue() }
     }
 
     static let indexedFrom = 16
@@ -151,17 +151,18 @@ struct NoExtra: PositionIndexExtra {
 /// Open addressing (linear probing) from a hash to positions in a list: the positions stored
 /// with a hash are tried in turn until one is the entry.
 ///
-/// A slot is one word: the hash's upper 32 bits (which also choose the slot) and the position + 1
-/// (0 for an empty slot), so that a probe reads one cache line, not one for the hashes and one
-/// for the positions. The position is then checked against the entry itself. A slot may carry
-/// an `Extra` word beside it, read in the same cache line (``RecordTable`` keeps the record's
-/// address there); ``NoExtra`` takes no room.
+/// A slot's entry is one word: the hash's upper 32 bits (which also choose the slot) and the
+/// position + 1 (0 for an empty slot), so that a probe reads one cache line, not one for the
+/// hashes and one for the positions. The position is then checked against the entry itself. The
+/// entry may carry an `Extra` word beside it, read in the same cache line (``RecordTable`` keeps
+/// the record's address there, making its slots 16 bytes); ``NoExtra`` takes no room.
 ///
 /// Beside the slots, one byte per slot: 0 where the slot is empty, or 7 more bits of the hash
 /// (with the high bit set). A probe walks the bytes and reads a slot only where its byte
 /// matches. Most ids a response brings are new, and for them the probe ends at an empty byte:
-/// the bytes of a table of 30,000 records (64 KiB) stay in cache, where its slots (512 KiB) have
-/// left it by the time the next id comes, so the search for a new id costs no miss.
+/// the bytes of a table of 30,000 records (64 KiB) stay in cache, where its slots (1 MiB with
+/// record addresses) have left it by the time the next id comes, so the search for a new id
+/// costs no miss.
 struct PositionIndex<Extra: PositionIndexExtra>: Sendable {
     struct Slot: Sendable {
         /// The hash's upper half and the position + 1; 0 where the slot is empty.
