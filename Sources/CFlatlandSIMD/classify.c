@@ -24,6 +24,119 @@
 
 typedef uint8_t bytes16 __attribute__((vector_size(16)));
 
+/// The masks of one 64-byte block that a summary needs; `FLATLAND_SUMMARY_MASKS` computes them
+/// for every vector width, as `FLATLAND_CLASSIFY` does.
+typedef struct {
+    uint64_t line_feed, continuation, non_ascii, vertical_space, backslash;
+} summary_masks;
+
+#define FLATLAND_SUMMARY_MASKS(VEC, WIDTH, MOVEMASK)                                               \
+    summary_masks m = {0, 0, 0, 0, 0};                                                             \
+    for (int k = 0; k < 64 / (WIDTH); k++) {                                                       \
+        VEC v;                                                                                     \
+        __builtin_memcpy(&v, block + (WIDTH) * k, (WIDTH));                                        \
+        int shift = (WIDTH) * k;                                                                   \
+        m.line_feed |= MOVEMASK(v == 0x0A) << shift;                                               \
+        m.non_ascii |= MOVEMASK(v >= 0x80) << shift;                                               \
+        m.vertical_space |= MOVEMASK((v == 0x0B) | (v == 0x0C)) << shift;                          \
+        m.backslash |= MOVEMASK(v == '\\') << shift;                                               \
+    }                                                                                              \
+    if (m.non_ascii) {                                                                             \
+        for (int k = 0; k < 64 / (WIDTH); k++) {                                                   \
+            VEC v;                                                                                 \
+            __builtin_memcpy(&v, block + (WIDTH) * k, (WIDTH));                                    \
+            m.continuation |= MOVEMASK((v & 0xC0) == 0x80) << ((WIDTH) * k);                       \
+        }                                                                                          \
+    }
+
+/// Adds one block's masks, for the block at `index` of a run of `count` bytes, to `s`.
+static inline void summary_add(
+    flatland_summary *s, const uint8_t *block, summary_masks m, uint64_t index, uint64_t count) {
+    if (m.vertical_space) s->suspicious = 1;
+    if (m.non_ascii) s->non_ascii = 1;
+    uint64_t b = m.backslash;
+    while (b) {
+        int k = __builtin_ctzll(b);
+        b &= b - 1;
+        if (index + (uint64_t)k + 2 < count && block[k + 1] == 'u' && (block[k + 2] | 0x20) == 'd') {
+            s->suspicious = 1;
+        }
+    }
+    uint64_t c = m.continuation;
+    if (c) s->continuations += (uint64_t)__builtin_popcountll(c);
+    if (m.line_feed) {
+        int last = 63 - __builtin_clzll(m.line_feed);
+        s->line_feeds += (uint64_t)__builtin_popcountll(m.line_feed);
+        s->last_line_feed = (int64_t)(index + (uint64_t)last);
+        s->continuations_after = last == 63 ? 0 : (uint64_t)__builtin_popcountll(c >> (last + 1));
+    } else if (c) {
+        s->continuations_after += (uint64_t)__builtin_popcountll(c);
+    }
+}
+
+/// Defines a summary function over 64-byte blocks with `BLOCK_MASKS(block)` (a statement that
+/// declares `m`); the bytes after the last whole block are copied into a zeroed block, since a
+/// zero byte is none of the bytes a summary looks for.
+#define FLATLAND_SUMMARIZE_BODY(BLOCK_MASKS)                                                       \
+    flatland_summary s = {0, -1, 0, 0, 0, 0};                                                      \
+    uint64_t i = 0;                                                                                \
+    for (; i + 64 <= count; i += 64) {                                                             \
+        const uint8_t *block = bytes + i;                                                          \
+        BLOCK_MASKS                                                                                \
+        summary_add(&s, block, m, i, count);                                                       \
+    }                                                                                              \
+    if (i < count) {                                                                               \
+        uint8_t padded[64] = {0};                                                                  \
+        __builtin_memcpy(padded, bytes + i, count - i);                                            \
+        const uint8_t *block = padded;                                                             \
+        BLOCK_MASKS                                                                                \
+        summary_add(&s, block, m, i, count);                                                       \
+    }                                                                                              \
+    *summary = s;
+
+/// Strict UTF-8 byte by byte, with a sequence cut short by the end accepted when what is there
+/// of it could begin one.
+static int utf8_check_scalar(const uint8_t *p, uint64_t n) {
+    uint64_t i = 0;
+    while (i < n) {
+        uint8_t b = p[i];
+        if (b < 0x80) {
+            i++;
+            continue;
+        }
+        int length;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (b >= 0xC2 && b <= 0xDF) {
+            length = 2;
+        } else if (b == 0xE0) {
+            length = 3;
+            lo = 0xA0;
+        } else if (b == 0xED) {
+            length = 3;
+            hi = 0x9F;
+        } else if (b >= 0xE1 && b <= 0xEF) {
+            length = 3;
+        } else if (b == 0xF0) {
+            length = 4;
+            lo = 0x90;
+        } else if (b >= 0xF1 && b <= 0xF3) {
+            length = 4;
+        } else if (b == 0xF4) {
+            length = 4;
+            hi = 0x8F;
+        } else {
+            return 1;
+        }
+        for (int k = 1; k < length; k++) {
+            if (i + (uint64_t)k >= n) return 0;
+            uint8_t c = p[i + (uint64_t)k];
+            if (k == 1 ? (c < lo || c > hi) : ((c & 0xC0) != 0x80)) return 1;
+        }
+        i += (uint64_t)length;
+    }
+    return 0;
+}
+
 #if defined(__SSE2__)
 #include <immintrin.h>
 #include <stdatomic.h>
@@ -118,6 +231,38 @@ __attribute__((target("avx2"))) static int utf8_check_avx2(const uint8_t *block,
     return !_mm256_testz_si256(errors, errors) || last == 0xC0 || last == 0xC1 || last >= 0xF5;
 }
 
+
+#define FLATLAND_SUMMARY_MASKS16 FLATLAND_SUMMARY_MASKS(bytes16, 16, MOVEMASK16)
+#define FLATLAND_SUMMARY_MASKS32 FLATLAND_SUMMARY_MASKS(bytes32, 32, MOVEMASK32)
+
+void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
+    FLATLAND_SUMMARIZE_BODY(FLATLAND_SUMMARY_MASKS16)
+}
+
+__attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
+    const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
+    FLATLAND_SUMMARIZE_BODY(FLATLAND_SUMMARY_MASKS32)
+}
+
+/// Whole 64-byte blocks with vector lookups, then the last 64 bytes again for what is left. A
+/// block of ASCII after one that ended on a whole character is skipped.
+__attribute__((target("avx2"))) static int utf8_range_avx2(const uint8_t *bytes, uint64_t count) {
+    if (count < 128) return utf8_check_scalar(bytes, count);
+    uint64_t i = 0;
+    for (; i + 64 <= count; i += 64) {
+        const uint8_t *block = bytes + i;
+        __m256i any = _mm256_or_si256(
+            _mm256_loadu_si256((const __m256i *)block), _mm256_loadu_si256((const __m256i *)(block + 32)));
+        int ascii = _mm256_movemask_epi8(any) == 0;
+        // A sequence begun in the last three bytes before the block goes on into it.
+        int open = i >= 4 && (block[-1] >= 0xC0 || block[-2] >= 0xE0 || block[-3] >= 0xF0);
+        if (ascii && !open) continue;
+        if (utf8_check_avx2(block, i >= 4)) return 1;
+    }
+    if (i < count && utf8_check_avx2(bytes + count - 64, 1)) return 1;
+    return 0;
+}
+
 /// 32 bytes at a time, on processors that have AVX2 (most x86-64 since 2013).
 __attribute__((target("avx2"))) static void classify_avx2(const uint8_t *block, flatland_block_masks *out) {
     FLATLAND_CLASSIFY(bytes32, 32, MOVEMASK32)
@@ -131,14 +276,22 @@ static int utf8_unavailable(const uint8_t *block, int has_before) {
 
 typedef void (*classify_function)(const uint8_t *, flatland_block_masks *);
 typedef int (*utf8_function)(const uint8_t *, int);
+typedef void (*summarize_function)(const uint8_t *, uint64_t, flatland_summary *);
+typedef int (*utf8_range_function)(const uint8_t *, uint64_t);
 
 // Chosen once, on the first call of either; a race only stores the same pointers twice.
 static _Atomic(classify_function) chosen_classify = NULL;
 static _Atomic(utf8_function) chosen_utf8 = NULL;
+static _Atomic(summarize_function) chosen_summarize = NULL;
+static _Atomic(utf8_range_function) chosen_utf8_range = NULL;
 
 static void choose(void) {
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2");
+    atomic_store_explicit(
+        &chosen_summarize, avx2 ? summarize_avx2 : flatland_summarize_baseline, memory_order_relaxed);
+    atomic_store_explicit(
+        &chosen_utf8_range, avx2 ? utf8_range_avx2 : utf8_check_scalar, memory_order_relaxed);
     atomic_store_explicit(&chosen_utf8, avx2 ? utf8_check_avx2 : utf8_unavailable, memory_order_relaxed);
     atomic_store_explicit(
         &chosen_classify, avx2 ? classify_avx2 : flatland_classify_block_baseline, memory_order_relaxed);
@@ -160,6 +313,24 @@ int flatland_utf8_block_check(const uint8_t *block, int has_before) {
         f = atomic_load_explicit(&chosen_utf8, memory_order_relaxed);
     }
     return f(block, has_before);
+}
+
+void flatland_summarize(const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
+    summarize_function f = atomic_load_explicit(&chosen_summarize, memory_order_relaxed);
+    if (f == NULL) {
+        choose();
+        f = atomic_load_explicit(&chosen_summarize, memory_order_relaxed);
+    }
+    f(bytes, count, summary);
+}
+
+int flatland_utf8_check(const uint8_t *bytes, uint64_t count) {
+    utf8_range_function f = atomic_load_explicit(&chosen_utf8_range, memory_order_relaxed);
+    if (f == NULL) {
+        choose();
+        f = atomic_load_explicit(&chosen_utf8_range, memory_order_relaxed);
+    }
+    return f(bytes, count);
 }
 
 #else
@@ -196,6 +367,18 @@ int flatland_utf8_block_check(const uint8_t *block, int has_before) {
     (void)block;
     (void)has_before;
     return -1;
+}
+
+void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
+    FLATLAND_SUMMARIZE_BODY(FLATLAND_SUMMARY_MASKS(bytes16, 16, movemask16))
+}
+
+void flatland_summarize(const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
+    flatland_summarize_baseline(bytes, count, summary);
+}
+
+int flatland_utf8_check(const uint8_t *bytes, uint64_t count) {
+    return utf8_check_scalar(bytes, count);
 }
 
 #endif

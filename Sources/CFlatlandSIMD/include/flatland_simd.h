@@ -39,4 +39,36 @@ void flatland_classify_block_baseline(const uint8_t *block, flatland_block_masks
 /// the block; when it is 0, the block is read as starting at the start of a character.
 int flatland_utf8_block_check(const uint8_t *block, int has_before);
 
+/// What the parser's fast path needs to know of a run of bytes before it lets libyajl read them
+/// without the strict scanner's states (see `flatland_summarize`).
+typedef struct {
+    /// The number of 0x0A bytes.
+    uint64_t line_feeds;
+    /// The index of the last 0x0A, or -1 when there is none.
+    int64_t last_line_feed;
+    /// The number of UTF-8 continuation bytes (0x80 to 0xBF).
+    uint64_t continuations;
+    /// The number of them after the last 0x0A (all of them when there is none).
+    uint64_t continuations_after;
+    /// Nonzero when a byte is 0x80 or above.
+    int non_ascii;
+    /// Nonzero when a byte is 0x0B or 0x0C, or a backslash is followed by `u` and then `d` or
+    /// `D` (what may begin a surrogate escape) with both of those bytes in the run.
+    int suspicious;
+} flatland_summary;
+
+/// Summarizes the `count` bytes at `bytes`: AVX2 where the processor has it, the baseline
+/// otherwise.
+void flatland_summarize(const uint8_t *bytes, uint64_t count, flatland_summary *summary);
+
+/// The same with what every processor of the architecture has, so that tests check this path
+/// too where the other one is chosen.
+void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, flatland_summary *summary);
+
+/// Checks that the `count` bytes at `bytes` are well-formed UTF-8, read as starting at the start
+/// of a character: 0 when they are, 1 when they are not. A sequence that the end cuts short
+/// counts as well-formed when what is there of it could begin one. With vector lookups where
+/// the processor has AVX2, byte by byte otherwise.
+int flatland_utf8_check(const uint8_t *bytes, uint64_t count);
+
 #endif

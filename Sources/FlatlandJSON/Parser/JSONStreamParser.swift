@@ -1,3 +1,4 @@
+import CFlatlandSIMD
 import CYAJL
 
 /// A streaming, push-style JSON parser over libyajl.
@@ -45,12 +46,37 @@ public final class JSONStreamParser {
     private var pendingIsRun = false
     private var pendingLocation = JSONLocation(offset: 0, line: 1, column: 1)
     private var pendingExcerpt: [UInt8] = []
+    /// What the callbacks keep of libyajl's events for the fast path. Behind a pointer, since
+    /// the callbacks change it at every event, and a stored property changed by a call that
+    /// may reach the parser again is checked for exclusive access at run time.
+    private let events: UnsafeMutablePointer<EventState>
+    private let maxDepth: Int
+    private let maxNumberLength: Int
+    /// Set when a callback stopped libyajl because a strict check may have failed: the states
+    /// then say which, and where.
+    private var stoppedForStrictCheck = false
+    /// A string or key whose decoded length is above this may be longer than its limit in the
+    /// input (an escape is at most six bytes for one of output), so its raw length is measured.
+    private let stringLengthToMeasure: Int
+    private let keyLengthToMeasure: Int
+
+    /// Whether chunks may skip the strict scanner's states when a summary of their bytes allows
+    /// it (see ``feedFast(_:count:)``). Tests turn it off to compare both ways.
+    @_spi(Testing) public var allowsFastPath = true
+    /// How many chunks took the fast path, for tests to see that they exercised it.
+    @_spi(Testing) public private(set) var fastChunkCount = 0
 
     /// Creates a parser that sends its events to `handler`.
     public init(handler: any JSONEventHandler, options: JSONParserOptions = .strict) {
         self.handler = handler
         self.options = options
         self.scanner = StrictScanner(options: options)
+        self.stringLengthToMeasure = scanner.maxStringLength / 6
+        self.maxDepth = scanner.maxDepth
+        self.maxNumberLength = scanner.maxNumberLength
+        self.events = UnsafeMutablePointer<EventState>.allocate(capacity: 1)
+        events.initialize(to: EventState())
+        self.keyLengthToMeasure = scanner.maxKeyLength / 6
         self.yajl = yajl_alloc(yajlCallbacks, nil, Unmanaged.passUnretained(self).toOpaque())
         yajl_config_set(yajl, yajl_dont_validate_strings, true)
         yajl_config_set(yajl, yajl_allow_comments, options.allowComments)
@@ -59,6 +85,8 @@ public final class JSONStreamParser {
 
     deinit {
         yajl_free(yajl)
+        events.deinitialize(count: 1)
+        events.deallocate()
     }
 
     /// The number of bytes accepted so far.
@@ -79,13 +107,16 @@ public final class JSONStreamParser {
         chunkCount = n
         defer { chunkBase = nil }
 
-        let scanFailure = scanner.scan(base, count: n, start: chunkStart)
-        let safe = scanFailure?.detectedAt ?? n
-        if safe > 0 {
-            let status = yajl_parse(yajl, base, safe)
-            if status != yajl_status_ok { throw fail(yajlFailure(status)) }
+        let fed = allowsFastPath && scanner.usesBlocks && n >= 128 ? try feedFast(base, count: n) : false
+        if !fed {
+            let scanFailure = scanner.scan(base, count: n, start: chunkStart)
+            let safe = scanFailure?.detectedAt ?? n
+            if safe > 0 {
+                let status = yajl_parse(yajl, base, safe)
+                if status != yajl_status_ok { throw fail(yajlFailure(status)) }
+            }
+            if let scanFailure { throw fail(locate(scanFailure.error)) }
         }
-        if let scanFailure { throw fail(locate(scanFailure.error)) }
         if overLimit {
             throw fail(
                 locate(JSONError(.limit, "input longer than \(limit) bytes"), at: chunkStart + n))
@@ -128,6 +159,149 @@ public final class JSONStreamParser {
     private func fail(_ error: JSONError) -> JSONError {
         failure = error
         return error
+    }
+
+    // MARK: The fast path
+
+    /// Lets libyajl read the chunk without the strict scanner's states, when nothing in it
+    /// needs them. Returns false, having fed nothing and changed nothing, when the chunk must go
+    /// through the states.
+    ///
+    /// What the states check that libyajl does not is either visible in a summary of the bytes
+    /// taken before libyajl reads them (form feed and vertical tab, surrogate escapes, invalid
+    /// UTF-8: then the chunk goes through the states), or checked at the event it concerns (the
+    /// depth at each `{` and `[`, the length of each string, key and number: a callback stops
+    /// libyajl before the handler sees the event). Only the token that began before the chunk
+    /// and the bytes after its last event go through the states, which so end the chunk exactly
+    /// where a scan of all of it would. When libyajl stops with an error, the states scan the
+    /// chunk from its start, and the first error of the two is reported, as on the other path.
+    private func feedFast(_ base: UnsafePointer<UInt8>, count n: Int) throws(JSONError) -> Bool {
+        let start = chunkStart
+        if start == 0, base[0] == 0xEF { return false }
+        let atChunkStart = scanner
+        scanner.chunkLines = scanner.lines
+        scanner.chunkMode = scanner.mode
+        guard let h = scanner.scanHead(base, count: n, start: start), n - h >= 64 else {
+            scanner = atChunkStart
+            return false
+        }
+        var summary = flatland_summary()
+        flatland_summarize(base + h, UInt64(n - h), &summary)
+        if summary.suspicious != 0
+            || (summary.non_ascii != 0 && scanner.validateUTF8 && flatland_utf8_check(base + h, UInt64(n - h)) != 0)
+        {
+            scanner = atChunkStart
+            return false
+        }
+        let afterHead = scanner.lines
+        let eventsBefore = eventCount
+        let status = yajl_parse(yajl, base, n)
+        if status != yajl_status_ok {
+            throw fail(failureAfterFastParse(status, base, count: n, atChunkStart: atChunkStart))
+        }
+
+        // Where the last event ended, then the rest through the states.
+        var tail = h
+        if eventCount != eventsBefore, lastEventEnd - start > h {
+            tail = lastEventEnd - start
+            scanner.resume(containers: events.pointee.containers, afterObjectStart: events.pointee.lastOpensObject)
+        }
+        // The line state at the end, from the summary (a line feed in a string is an error, so
+        // every one counts), and at `tail`, taking the tail's bytes back off.
+        var end = afterHead
+        if summary.line_feeds > 0 {
+            end.line += Int(summary.line_feeds)
+            end.lineStart = start + h + Int(summary.last_line_feed) + 1
+            end.extra = Int(summary.continuations_after)
+        } else {
+            end.extra += Int(summary.continuations)
+        }
+        scanner.lines = linesAt(tail, end: end, afterHead: afterHead, head: h, base: base, count: n)
+        if scanner.scanRange(base, from: tail, to: n, start: start) != nil {
+            // A limit passed in the token still going on: the states, from the chunk's start,
+            // say where (libyajl found nothing wrong, so theirs is the first error).
+            scanner = atChunkStart
+            if let f = scanner.scan(base, count: n, start: start) { throw fail(locate(f.error)) }
+            assertionFailure("the states found no error from the chunk's start")
+        }
+        assert(scanner.lines == end, "the line state after the chunk differs from its summary's")
+        fastChunkCount &+= 1
+        return true
+    }
+
+    /// The line state at chunk index `t`, from the states at `head` and at the chunk's end
+    /// (`count` bytes).
+    private func linesAt(
+        _ t: Int, end: StrictScanner.LineState, afterHead: StrictScanner.LineState, head: Int,
+        base: UnsafePointer<UInt8>, count n: Int
+    ) -> StrictScanner.LineState {
+        var feeds = 0
+        var continuations = 0
+        for i in t..<n {
+            let b = base[i]
+            if b == 0x0A { feeds += 1 } else if b & 0xC0 == 0x80 { continuations += 1 }
+        }
+        if feeds == 0 {
+            var state = end
+            state.extra -= continuations
+            return state
+        }
+        var extra = 0
+        var j = t - 1
+        while j >= head, base[j] != 0x0A {
+            if base[j] & 0xC0 == 0x80 { extra += 1 }
+            j -= 1
+        }
+        if j < head {
+            var state = afterHead
+            state.extra += extra
+            return state
+        }
+        return StrictScanner.LineState(line: end.line - feeds, lineStart: chunkStart + j + 1, extra: extra)
+    }
+
+    /// The error to report when libyajl stopped in a chunk it read whole: the states scan the
+    /// chunk from its start, and the path through them would have let libyajl read only the
+    /// bytes before their first error, so libyajl's error (or the handler's) counts only when it
+    /// came within those.
+    private func failureAfterFastParse(
+        _ status: yajl_status, _ base: UnsafePointer<UInt8>, count n: Int, atChunkStart: StrictScanner
+    ) -> JSONError {
+        let consumed = Int(yajl_get_bytes_consumed(yajl))
+        scanner = atChunkStart
+        let scanFailure = scanner.scan(base, count: n, start: chunkStart)
+        if let scanFailure, stoppedForStrictCheck || consumed > scanFailure.detectedAt {
+            return locate(scanFailure.error)
+        }
+        assert(!stoppedForStrictCheck, "a callback stopped libyajl, but the states found no error")
+        return yajlFailure(status)
+    }
+
+    /// Stops libyajl at the current event, for the states to say what is wrong.
+    @inline(never)
+    private func stopForStrictCheck() -> Int32 {
+        stoppedForStrictCheck = true
+        return 0
+    }
+
+    /// Whether the string or key that just ended is longer than its limit in the input, from its
+    /// closing quote back to its opening one (the first quote that no backslash escapes). A
+    /// string that began before the chunk went through the states, which measured it.
+    @inline(never)
+    private func rawLengthExceedsLimit(isKey: Bool) -> Bool {
+        guard !finishing, let base = chunkBase else { return false }
+        let close = lastEventEnd - 1 - chunkStart
+        var q = close - 1
+        while q >= 0 {
+            if base[q] == UInt8(ascii: "\"") {
+                var backslashes = 0
+                while q - 1 - backslashes >= 0, base[q - 1 - backslashes] == UInt8(ascii: "\\") { backslashes += 1 }
+                if backslashes & 1 == 0 { break }
+            }
+            q -= 1
+        }
+        guard q >= 0 else { return false }
+        return close - (q + 1) > (isKey ? scanner.maxKeyLength : scanner.maxStringLength)
     }
 
     // MARK: Errors and their locations
@@ -383,6 +557,10 @@ public final class JSONStreamParser {
     @inline(__always)
     fileprivate func onString(_ pointer: UnsafePointer<UInt8>?, _ count: Int, isKey: Bool) -> Int32 {
         noteEvent()
+        events.pointee.lastOpensObject = false
+        if count > (isKey ? keyLengthToMeasure : stringLengthToMeasure), rawLengthExceedsLimit(isKey: isKey) {
+            return stopForStrictCheck()
+        }
         let buffer = UnsafeRawBufferPointer(start: pointer, count: count)
         if options.replaceInvalidUTF8 { return onStringToRepair(buffer, isKey: isKey) }
         return deliverString(JSONBytes(unsafeBuffer: buffer), isKey: isKey)
@@ -412,6 +590,8 @@ public final class JSONStreamParser {
     @inline(__always)
     fileprivate func onNumber(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         noteEvent()
+        events.pointee.lastOpensObject = false
+        if count > maxNumberLength, !finishing { return stopForStrictCheck() }
         do {
             try handler.number(JSONNumberText(unsafeBuffer: UnsafeRawBufferPointer(start: pointer, count: count)))
             return 1
@@ -423,6 +603,15 @@ public final class JSONStreamParser {
     @inline(__always)
     fileprivate func onEvent(_ kind: UInt8) -> Int32 {
         noteEvent()
+        events.pointee.lastOpensObject = kind == 0
+        if kind < 4 {
+            if kind & 1 == 0 {
+                if events.pointee.containers.depth >= maxDepth { return stopForStrictCheck() }
+                events.pointee.containers.push(isObject: kind == 0)
+            } else {
+                events.pointee.containers.pop()
+            }
+        }
         do {
             switch kind {
             case 0: try handler.beginObject()
@@ -438,6 +627,12 @@ public final class JSONStreamParser {
             return failEvent(error)
         }
     }
+}
+
+/// The levels open after libyajl's last event, and whether that event started an object.
+struct EventState {
+    var containers = ContainerStack()
+    var lastOpensObject = false
 }
 
 extension JSONStreamParser {

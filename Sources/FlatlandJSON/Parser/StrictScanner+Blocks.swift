@@ -171,12 +171,12 @@ extension StrictScanner {
             bits &= bits &- 1
             let c = p[k]
             if c & 0x02 != 0 {
-                pushContainer(isObject: c & 0x20 != 0)
+                containers.push(isObject: c & 0x20 != 0)
             } else {
-                popContainer()
+                containers.pop()
             }
         }
-        let inObject = self.inObject
+        let inObject = containers.inObject
         let events = brackets | (m.comma & outside) | opening
         if events != 0 {
             let top = 63 &- events.leadingZeroBitCount

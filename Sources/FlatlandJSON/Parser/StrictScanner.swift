@@ -22,7 +22,7 @@ struct StrictScanner {
     }
 
     /// The line state at a point: enough to locate any later offset on the same run of bytes.
-    struct LineState {
+    struct LineState: Equatable {
         var line = 1
         var lineStart = 0
         var extra = 0
@@ -61,11 +61,8 @@ struct StrictScanner {
     /// The line state at the start of the chunk being scanned.
     var chunkLines = LineState()
 
-    var depth = 0
-    /// Per open level, whether it is an object: bit `k` for level `k + 1` up to 64 levels,
-    /// deeper ones in `deepContainers` (1 for an object, 0 for an array).
-    var containerBits: UInt64 = 0
-    var deepContainers: [UInt8] = []
+    var containers = ContainerStack()
+    var depth: Int { @inline(__always) get { containers.depth } }
     var expectKey = false
 
     /// Absolute offset of the first content byte of the current string.
@@ -131,35 +128,6 @@ struct StrictScanner {
 
     var stringLimit: Int { stringIsKey ? maxKeyLength : maxStringLength }
 
-    /// Opens a level.
-    @inline(__always)
-    mutating func pushContainer(isObject: Bool) {
-        if depth < 64 {
-            let bit: UInt64 = 1 << UInt64(depth)
-            containerBits = isObject ? containerBits | bit : containerBits & ~bit
-        } else {
-            deepContainers.append(isObject ? 1 : 0)
-        }
-        depth &+= 1
-    }
-
-    /// Closes the innermost level, if any (libyajl reports a bracket that closes nothing).
-    @inline(__always)
-    mutating func popContainer() {
-        guard depth > 0 else { return }
-        depth &-= 1
-        if depth >= 64 { deepContainers.removeLast() }
-    }
-
-    /// Whether the innermost open level is an object.
-    var inObject: Bool {
-        @inline(__always) get {
-            if depth == 0 { return false }
-            if depth <= 64 { return containerBits >> UInt64(depth &- 1) & 1 != 0 }
-            return deepContainers.last == 1
-        }
-    }
-
     mutating func fail(_ code: JSONError.Code, _ message: String, at location: JSONLocation, detectedAt: Int)
         -> Failure
     {
@@ -180,7 +148,13 @@ struct StrictScanner {
             return fail(
                 .syntax, "byte-order mark is not allowed in JSON text", at: lines.location(at: 0), detectedAt: 0)
         }
-        var i = 0
+        return scanRange(base, from: 0, to: n, start: start)
+    }
+
+    /// Scans the chunk bytes from index `from` to `n`: whole blocks through
+    /// ``scanBlock(_:at:count:start:)`` where it can take them, the rest through the states.
+    mutating func scanRange(_ base: UnsafePointer<UInt8>, from: Int, to n: Int, start: Int) -> Failure? {
+        var i = from
         if usesBlocks {
             while i &+ 64 <= n {
                 if !scanBlock(base, at: i, count: n, start: start) {
@@ -190,6 +164,32 @@ struct StrictScanner {
             }
         }
         return scanBytes(base, from: i, to: n, start: start)
+    }
+
+    /// Whether the scanner is between tokens: not in a string, a comment or a number.
+    var isBetweenTokens: Bool { mode == .value && numberRun == 0 }
+
+    /// Scans from the start of the chunk until the token that was going on when it began (a
+    /// string or number) has ended, in steps of 64 bytes. Returns the index where the scanner is
+    /// between tokens again (the chunk's length if it never is), or nil after an error.
+    mutating func scanHead(_ base: UnsafePointer<UInt8>, count n: Int, start: Int) -> Int? {
+        var i = 0
+        while i < n, !isBetweenTokens {
+            let end = min(n, i &+ 64)
+            if scanRange(base, from: i, to: end, start: start) != nil { return nil }
+            i = end
+        }
+        return i
+    }
+
+    /// Puts the scanner where libyajl's last event left it: between tokens, with the levels
+    /// libyajl reported open, and a key next right after `{`.
+    mutating func resume(containers: ContainerStack, afterObjectStart: Bool) {
+        mode = .value
+        numberRun = 0
+        hexCountPaired = false
+        self.containers = containers
+        expectKey = afterObjectStart
     }
 
     /// Scans the chunk bytes from index `from` to `n`, byte by byte through the states.
@@ -225,13 +225,13 @@ struct StrictScanner {
                             .depth, "nesting deeper than \(maxDepth) levels", at: lines.location(at: start + i),
                             detectedAt: i)
                     }
-                    pushContainer(isObject: c == 2)
+                    containers.push(isObject: c == 2)
                     expectKey = c == 2
                 case 4:
-                    popContainer()
+                    containers.pop()
                     expectKey = false
                 case 5:
-                    expectKey = inObject
+                    expectKey = containers.inObject
                 case 6:
                     lines.line += 1
                     lines.lineStart = start + i + 1

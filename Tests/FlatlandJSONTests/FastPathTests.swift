@@ -1,0 +1,151 @@
+import CFlatlandSIMD
+@_spi(Testing) import FlatlandJSON
+import Testing
+
+/// A chunk of 128 bytes or more that a summary of its bytes clears goes to libyajl without the
+/// strict scanner's states (the fast path); every other chunk goes through them. Both must give
+/// the same events and the same error (code, message, location, excerpt) for any input and any
+/// chunking, so each document here is parsed both ways and compared.
+@Suite struct FastPathTests {
+    static func parse(
+        _ bytes: [UInt8], chunkSize: Int?, options: JSONParserOptions, fastPath: Bool, throwAtEvent: Int? = nil
+    ) -> (outcome: Outcome, fastChunks: Int) {
+        var seen = 0
+        let recorder = Recorder { _, _ in
+            seen += 1
+            if seen == throwAtEvent { throw CancellationError() }
+        }
+        let parser = JSONStreamParser(handler: recorder, options: options)
+        parser.allowsFastPath = fastPath
+        do throws(JSONError) {
+            let step = max(1, chunkSize ?? bytes.count)
+            var start = 0
+            while start < bytes.count {
+                let end = min(bytes.count, start + step)
+                try parser.feed(bytes[start..<end])
+                start = end
+            }
+            try parser.finish()
+            return (Outcome(events: recorder.events, error: nil), parser.fastChunkCount)
+        } catch {
+            return (Outcome(events: recorder.events, error: error), parser.fastChunkCount)
+        }
+    }
+
+    /// Longer documents than the block tests', so that chunks of 128 bytes and more hold many
+    /// events, tokens that cross their edges and (spliced in) every hazard.
+    static func documents(count: Int, seed: UInt64) -> [[UInt8]] {
+        var rng = SeededGenerator(seed: seed)
+        var documents: [[UInt8]] = []
+        while documents.count < count {
+            let values = (0..<Int.random(in: 8...40, using: &rng)).map { _ in
+                BlockScanTests.value(&rng, depth: 0)
+            }
+            var bytes = Array(("[" + values.joined(separator: ",\n") + "]").utf8)
+            for _ in 0..<Int.random(in: 0...2, using: &rng) {
+                let at = Int.random(in: 0...bytes.count, using: &rng)
+                bytes.insert(contentsOf: BlockScanTests.hazards.randomElement(using: &rng)!, at: at)
+            }
+            documents.append(bytes)
+        }
+        return documents
+    }
+
+    @Test(arguments: 0..<3)
+    func fastPathAndStatesAgree(_ variant: Int) {
+        let options = BlockScanTests.variants[variant]
+        var valid = 0
+        var invalid = 0
+        var fastChunks = 0
+        for (n, bytes) in Self.documents(count: 250, seed: 0xFA57 + UInt64(variant)).enumerated() {
+            let reference = Self.parse(bytes, chunkSize: nil, options: options, fastPath: false).outcome
+            if reference.error == nil { valid += 1 } else { invalid += 1 }
+            for size in [nil, 128, 150, 301, 1024] as [Int?] {
+                let fast = Self.parse(bytes, chunkSize: size, options: options, fastPath: true)
+                fastChunks += fast.fastChunks
+                #expect(
+                    fast.outcome == reference,
+                    "chunk size \(size ?? 0) of \(String(decoding: bytes, as: UTF8.self).debugDescription): \(fast.outcome) vs the states: \(reference)"
+                )
+            }
+            // A handler that throws part way: the same events reach it, and the same error.
+            let at = 1 + n % max(1, reference.events.count)
+            let stopped = Self.parse(bytes, chunkSize: 150, options: options, fastPath: false, throwAtEvent: at)
+            let stoppedFast = Self.parse(bytes, chunkSize: 150, options: options, fastPath: true, throwAtEvent: at)
+            #expect(stoppedFast.outcome == stopped.outcome)
+        }
+        // Valid documents are rarer under the tight limits.
+        #expect(valid > 3)
+        #expect(invalid > 30)
+        // The fast path was taken, often.
+        #expect(fastChunks > 300)
+    }
+
+    /// The summary, field by field against the plain definition, for the path this processor
+    /// uses and for the baseline; at every length up to a few blocks, so that the bytes after
+    /// the last whole block are covered too.
+    @Test(arguments: [false, true])
+    func summaryMatchesItsDefinition(baseline: Bool) {
+        var rng = SeededGenerator(seed: 0x5EED)
+        let interesting: [UInt8] = [0x0A, 0x0B, 0x0C, 0x5C, 0x75, 0x64, 0x44, 0x80, 0xBF, 0xC3, 0xFF, 0x22, 0x20]
+        for round in 0..<3000 {
+            let count = round % 300
+            let bytes: [UInt8] = (0..<count).map { _ in
+                Int.random(in: 0..<4, using: &rng) != 0
+                    ? interesting.randomElement(using: &rng)! : UInt8.random(in: 0...255, using: &rng)
+            }
+            var s = flatland_summary()
+            bytes.withUnsafeBufferPointer {
+                let base = $0.baseAddress ?? UnsafePointer(bitPattern: 1)!
+                if baseline {
+                    flatland_summarize_baseline(base, UInt64(count), &s)
+                } else {
+                    flatland_summarize(base, UInt64(count), &s)
+                }
+            }
+            let lastFeed = bytes.lastIndex(of: 0x0A)
+            let isContinuation = { (b: UInt8) in b & 0xC0 == 0x80 }
+            #expect(s.line_feeds == UInt64(bytes.filter { $0 == 0x0A }.count))
+            #expect(s.last_line_feed == Int64(lastFeed ?? -1))
+            #expect(s.continuations == UInt64(bytes.filter(isContinuation).count))
+            let after = bytes[(lastFeed.map { $0 + 1 } ?? 0)...]
+            #expect(s.continuations_after == UInt64(after.filter(isContinuation).count))
+            #expect((s.non_ascii != 0) == bytes.contains { $0 >= 0x80 })
+            let surrogateLike = bytes.indices.contains { i in
+                i + 2 < count && bytes[i] == 0x5C && bytes[i + 1] == 0x75 && bytes[i + 2] | 0x20 == 0x64
+            }
+            #expect((s.suspicious != 0) == (surrogateLike || bytes.contains { $0 == 0x0B || $0 == 0x0C }))
+        }
+    }
+
+    /// The range check against a plain reading of RFC 3629, at lengths on both sides of the
+    /// vector path's, with a sequence cut short by the end accepted.
+    @Test func utf8RangeCheckMatchesAPlainValidator() {
+        var rng = SeededGenerator(seed: 3629)
+        let characters: [[UInt8]] = ["a", "é", "☃", "😀", "\u{7FF}", "\u{800}", "\u{FFFF}", "\u{10000}", "\u{10FFFF}"]
+            .map { Array($0.utf8) }
+        let hazards: [[UInt8]] = [
+            [0x80], [0xC0, 0x80], [0xE0, 0x9F, 0x80], [0xED, 0xA0, 0x80], [0xF0, 0x8F, 0x80, 0x80],
+            [0xF4, 0x90, 0x80, 0x80], [0xFF], [0xE2, 0x82], [0xF0, 0x9F, 0x98],
+        ]
+        var rejected = 0
+        for round in 0..<3000 {
+            var text: [UInt8] = []
+            let length = round % 400
+            while text.count < length {
+                text +=
+                    Int.random(in: 0..<(length * 2 + 1), using: &rng) == 0
+                    ? hazards.randomElement(using: &rng)! : characters.randomElement(using: &rng)!
+            }
+            // Cut anywhere: the end may fall inside a character.
+            let cut = Array(text.prefix(length))
+            let expected = BlockScanTests.wellFormed(cut[...], allowingCutEnd: true)
+            if !expected { rejected += 1 }
+            let verdict = cut.withUnsafeBufferPointer {
+                flatland_utf8_check($0.baseAddress ?? UnsafePointer(bitPattern: 1)!, UInt64(length))
+            }
+            #expect((verdict == 0) == expected, "\(cut.map { String($0, radix: 16) })")
+        }
+        #expect(rejected > 300)
+    }
+}
