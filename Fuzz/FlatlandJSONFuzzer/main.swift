@@ -2,11 +2,12 @@
 // compiled with the same instrumentation.
 //
 // Input layout: byte 0 selects the options, bytes 1 and 2 the chunking, the rest is the JSON
-// text. The text is parsed whole and in chunks; the harness traps when the verdicts, the errors
-// or the events delivered differ, when a parsed value does not round-trip through the writer,
-// or when a number conversion disagrees with its text.
+// text. The text is parsed whole and in chunks, through the parser's fast path and through the
+// strict states alone; the harness traps when the verdicts, the errors or the events delivered
+// differ, when a parsed value does not round-trip through the writer, or when a number
+// conversion disagrees with its text.
 
-import FlatlandJSON
+@_spi(Testing) import FlatlandJSON
 
 /// Records events compactly: a tag byte, then the bytes of strings, keys and numbers.
 final class FuzzRecorder: JSONEventHandler {
@@ -54,9 +55,17 @@ func fuzzOptions(_ selector: UInt8) -> JSONParserOptions {
     return options
 }
 
-func fuzzParse(_ text: UnsafeRawBufferPointer, options: JSONParserOptions, chunks: [Int]?) -> FuzzOutcome {
+/// `fastPath` nil: the parser's own choice of path per chunk; false: always the strict states;
+/// true: the fast path for every chunk it can take, however short.
+func fuzzParse(
+    _ text: UnsafeRawBufferPointer, options: JSONParserOptions, chunks: [Int]?, fastPath: Bool? = nil
+) -> FuzzOutcome {
     let recorder = FuzzRecorder()
     let parser = JSONStreamParser(handler: recorder, options: options)
+    if let fastPath {
+        parser.allowsFastPath = fastPath
+        parser.fastPathMinimumBytes = 1
+    }
     do throws(JSONError) {
         try fuzzFeed(text, chunks: chunks) { (bytes) throws(JSONError) in try parser.feed(bytes) }
         try parser.finish()
@@ -120,7 +129,7 @@ public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     let text = UnsafeRawBufferPointer(start: data + 3, count: size - 3)
     let whole = fuzzParse(text, options: options, chunks: nil)
     let chunks = fuzzChunkSizes(total: text.count, seed: data[1], maxSize: data[2])
-    let chunked = fuzzParse(text, options: options, chunks: chunks)
+    let chunked = fuzzParse(text, options: options, chunks: chunks, fastPath: true)
     if whole.error != chunked.error {
         fatalError(
             "chunking \(chunks) changed the verdict: whole \(String(describing: whole.error)), chunked \(String(describing: chunked.error))"
@@ -130,6 +139,11 @@ public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     if whole.log != chunked.log { fatalError("chunking \(chunks) changed the events") }
     let ones = fuzzParse(text, options: options, chunks: Array(repeating: 1, count: text.count))
     if ones.error != whole.error || ones.log != whole.log { fatalError("1-byte chunks changed the result") }
+    // The fast path and the strict states agree, on the whole input and on every chunk alone.
+    let states = fuzzParse(text, options: options, chunks: nil, fastPath: false)
+    if states.error != whole.error || states.log != whole.log { fatalError("the fast path changed the result") }
+    let fast = fuzzParse(text, options: options, chunks: nil, fastPath: true)
+    if fast.error != whole.error || fast.log != whole.log { fatalError("the fast path changed the result") }
     for number in whole.numbers { checkNumber(number) }
     if whole.error == nil { checkRoundTrip(text, options: options) }
     return 0

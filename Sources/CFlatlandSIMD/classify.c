@@ -30,7 +30,7 @@ typedef struct {
     uint64_t line_feed, continuation, non_ascii, vertical_space, backslash;
 } summary_masks;
 
-#define FLATLAND_SUMMARY_MASKS(VEC, WIDTH, MOVEMASK)                                               \
+#define FLATLAND_SUMMARY_MASKS_NAMED(m, VEC, WIDTH, MOVEMASK)                                      \
     summary_masks m = {0, 0, 0, 0, 0};                                                             \
     for (int k = 0; k < 64 / (WIDTH); k++) {                                                       \
         VEC v;                                                                                     \
@@ -48,6 +48,7 @@ typedef struct {
             m.continuation |= MOVEMASK((v & 0xC0) == 0x80) << ((WIDTH) * k);                       \
         }                                                                                          \
     }
+#define FLATLAND_SUMMARY_MASKS(VEC, WIDTH, MOVEMASK) FLATLAND_SUMMARY_MASKS_NAMED(m, VEC, WIDTH, MOVEMASK)
 
 /// Adds one block's masks, for the block at `index` of a run of `count` bytes, to `s`.
 static inline void summary_add(
@@ -74,11 +75,13 @@ static inline void summary_add(
     }
 }
 
+static int utf8_check_scalar(const uint8_t *p, uint64_t n);
+
 /// Defines a summary function over 64-byte blocks with `BLOCK_MASKS(block)` (a statement that
 /// declares `m`); the bytes after the last whole block are copied into a zeroed block, since a
 /// zero byte is none of the bytes a summary looks for.
 #define FLATLAND_SUMMARIZE_BODY(BLOCK_MASKS)                                                       \
-    flatland_summary s = {0, -1, 0, 0, 0, 0};                                                      \
+    flatland_summary s = {0, -1, 0, 0, 0, 0, 0};                                                   \
     uint64_t i = 0;                                                                                \
     for (; i + 64 <= count; i += 64) {                                                             \
         const uint8_t *block = bytes + i;                                                          \
@@ -92,6 +95,7 @@ static inline void summary_add(
         BLOCK_MASKS                                                                                \
         summary_add(&s, block, m, i, count);                                                       \
     }                                                                                              \
+    if (check_utf8 && s.non_ascii) s.invalid_utf8 = utf8_check_scalar(bytes, count);               \
     *summary = s;
 
 /// Strict UTF-8 byte by byte, with a sequence cut short by the end accepted when what is there
@@ -233,34 +237,63 @@ __attribute__((target("avx2"))) static int utf8_check_avx2(const uint8_t *block,
 
 
 #define FLATLAND_SUMMARY_MASKS16 FLATLAND_SUMMARY_MASKS(bytes16, 16, MOVEMASK16)
-#define FLATLAND_SUMMARY_MASKS32 FLATLAND_SUMMARY_MASKS(bytes32, 32, MOVEMASK32)
+#define FLATLAND_SUMMARY_MASKS32 FLATLAND_SUMMARY_MASKS_NAMED(full, bytes32, 32, MOVEMASK32)
 
-void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
+void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary) {
     FLATLAND_SUMMARIZE_BODY(FLATLAND_SUMMARY_MASKS16)
 }
 
-__attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
-    const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
-    FLATLAND_SUMMARIZE_BODY(FLATLAND_SUMMARY_MASKS32)
-}
+/// The masks of a block, with a shortcut for the usual one: ASCII without form feeds, vertical
+/// tabs or backslashes, where only the line feeds count.
+#define FLATLAND_SUMMARY_MASKS_AVX2                                                                \
+    __m256i lo = _mm256_loadu_si256((const __m256i *)block);                                       \
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(block + 32));                                \
+    const __m256i vt = _mm256_set1_epi8(0x0B), ff = _mm256_set1_epi8(0x0C);                        \
+    const __m256i bs = _mm256_set1_epi8('\\');                                                     \
+    __m256i odd = _mm256_or_si256(                                                                 \
+        _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, vt), _mm256_cmpeq_epi8(lo, ff)),     \
+            _mm256_or_si256(_mm256_cmpeq_epi8(hi, vt), _mm256_cmpeq_epi8(hi, ff))),                \
+        _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, bs), _mm256_cmpeq_epi8(hi, bs)),     \
+            _mm256_or_si256(lo, hi)));                                                             \
+    summary_masks m = {0, 0, 0, 0, 0};                                                             \
+    if (_mm256_movemask_epi8(odd) == 0) {                                                          \
+        const __m256i lf = _mm256_set1_epi8(0x0A);                                                 \
+        m.line_feed = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, lf))          \
+                      | (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, lf)) << 32; \
+    } else {                                                                                       \
+        FLATLAND_SUMMARY_MASKS32                                                                   \
+        m = full;                                                                                  \
+    }
 
-/// Whole 64-byte blocks with vector lookups, then the last 64 bytes again for what is left. A
-/// block of ASCII after one that ended on a whole character is skipped.
-__attribute__((target("avx2"))) static int utf8_range_avx2(const uint8_t *bytes, uint64_t count) {
-    if (count < 128) return utf8_check_scalar(bytes, count);
+__attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
+    const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary) {
+    flatland_summary s = {0, -1, 0, 0, 0, 0, 0};
     uint64_t i = 0;
+    int after_non_ascii = 0;
     for (; i + 64 <= count; i += 64) {
         const uint8_t *block = bytes + i;
-        __m256i any = _mm256_or_si256(
-            _mm256_loadu_si256((const __m256i *)block), _mm256_loadu_si256((const __m256i *)(block + 32)));
-        int ascii = _mm256_movemask_epi8(any) == 0;
-        // A sequence begun in the last three bytes before the block goes on into it.
-        int open = i >= 4 && (block[-1] >= 0xC0 || block[-2] >= 0xE0 || block[-3] >= 0xF0);
-        if (ascii && !open) continue;
-        if (utf8_check_avx2(block, i >= 4)) return 1;
+        FLATLAND_SUMMARY_MASKS_AVX2
+        summary_add(&s, block, m, i, count);
+        // UTF-8 where there is any: a block with a byte above 0x7F, or one right after such a
+        // block, where a sequence begun in the three bytes before it goes on.
+        if (check_utf8 && (m.non_ascii || after_non_ascii) && !s.invalid_utf8) {
+            int open = block[-1] >= 0xC0 || block[-2] >= 0xE0 || block[-3] >= 0xF0;
+            if ((m.non_ascii || open) && utf8_check_avx2(block, i >= 4)) s.invalid_utf8 = 1;
+        }
+        after_non_ascii = m.non_ascii != 0;
     }
-    if (i < count && utf8_check_avx2(bytes + count - 64, 1)) return 1;
-    return 0;
+    if (i < count) {
+        uint8_t padded[64] = {0};
+        __builtin_memcpy(padded, bytes + i, count - i);
+        const uint8_t *block = padded;
+        FLATLAND_SUMMARY_MASKS_AVX2
+        summary_add(&s, block, m, i, count);
+        // The last 64 bytes again, through the end of any sequence begun before them.
+        if (check_utf8 && s.non_ascii && !s.invalid_utf8) {
+            s.invalid_utf8 = count >= 68 ? utf8_check_avx2(bytes + count - 64, 1) : utf8_check_scalar(bytes, count);
+        }
+    }
+    *summary = s;
 }
 
 /// 32 bytes at a time, on processors that have AVX2 (most x86-64 since 2013).
@@ -276,22 +309,18 @@ static int utf8_unavailable(const uint8_t *block, int has_before) {
 
 typedef void (*classify_function)(const uint8_t *, flatland_block_masks *);
 typedef int (*utf8_function)(const uint8_t *, int);
-typedef void (*summarize_function)(const uint8_t *, uint64_t, flatland_summary *);
-typedef int (*utf8_range_function)(const uint8_t *, uint64_t);
+typedef void (*summarize_function)(const uint8_t *, uint64_t, int, flatland_summary *);
 
 // Chosen once, on the first call of either; a race only stores the same pointers twice.
 static _Atomic(classify_function) chosen_classify = NULL;
 static _Atomic(utf8_function) chosen_utf8 = NULL;
 static _Atomic(summarize_function) chosen_summarize = NULL;
-static _Atomic(utf8_range_function) chosen_utf8_range = NULL;
 
 static void choose(void) {
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2");
     atomic_store_explicit(
         &chosen_summarize, avx2 ? summarize_avx2 : flatland_summarize_baseline, memory_order_relaxed);
-    atomic_store_explicit(
-        &chosen_utf8_range, avx2 ? utf8_range_avx2 : utf8_check_scalar, memory_order_relaxed);
     atomic_store_explicit(&chosen_utf8, avx2 ? utf8_check_avx2 : utf8_unavailable, memory_order_relaxed);
     atomic_store_explicit(
         &chosen_classify, avx2 ? classify_avx2 : flatland_classify_block_baseline, memory_order_relaxed);
@@ -315,22 +344,13 @@ int flatland_utf8_block_check(const uint8_t *block, int has_before) {
     return f(block, has_before);
 }
 
-void flatland_summarize(const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
+void flatland_summarize(const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary) {
     summarize_function f = atomic_load_explicit(&chosen_summarize, memory_order_relaxed);
     if (f == NULL) {
         choose();
         f = atomic_load_explicit(&chosen_summarize, memory_order_relaxed);
     }
-    f(bytes, count, summary);
-}
-
-int flatland_utf8_check(const uint8_t *bytes, uint64_t count) {
-    utf8_range_function f = atomic_load_explicit(&chosen_utf8_range, memory_order_relaxed);
-    if (f == NULL) {
-        choose();
-        f = atomic_load_explicit(&chosen_utf8_range, memory_order_relaxed);
-    }
-    return f(bytes, count);
+    f(bytes, count, check_utf8, summary);
 }
 
 #else
@@ -369,16 +389,12 @@ int flatland_utf8_block_check(const uint8_t *block, int has_before) {
     return -1;
 }
 
-void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
+void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary) {
     FLATLAND_SUMMARIZE_BODY(FLATLAND_SUMMARY_MASKS(bytes16, 16, movemask16))
 }
 
-void flatland_summarize(const uint8_t *bytes, uint64_t count, flatland_summary *summary) {
-    flatland_summarize_baseline(bytes, count, summary);
-}
-
-int flatland_utf8_check(const uint8_t *bytes, uint64_t count) {
-    return utf8_check_scalar(bytes, count);
+void flatland_summarize(const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary) {
+    flatland_summarize_baseline(bytes, count, check_utf8, summary);
 }
 
 #endif

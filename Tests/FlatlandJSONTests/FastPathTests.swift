@@ -8,7 +8,8 @@ import Testing
 /// chunking, so each document here is parsed both ways and compared.
 @Suite struct FastPathTests {
     static func parse(
-        _ bytes: [UInt8], chunkSize: Int?, options: JSONParserOptions, fastPath: Bool, throwAtEvent: Int? = nil
+        _ bytes: [UInt8], chunkSize: Int?, options: JSONParserOptions, fastPath: Bool, throwAtEvent: Int? = nil,
+        minimum: Int = 128
     ) -> (outcome: Outcome, fastChunks: Int) {
         var seen = 0
         let recorder = Recorder { _, _ in
@@ -17,6 +18,7 @@ import Testing
         }
         let parser = JSONStreamParser(handler: recorder, options: options)
         parser.allowsFastPath = fastPath
+        parser.fastPathMinimumBytes = minimum
         do throws(JSONError) {
             let step = max(1, chunkSize ?? bytes.count)
             var start = 0
@@ -60,8 +62,12 @@ import Testing
         for (n, bytes) in Self.documents(count: 250, seed: 0xFA57 + UInt64(variant)).enumerated() {
             let reference = Self.parse(bytes, chunkSize: nil, options: options, fastPath: false).outcome
             if reference.error == nil { valid += 1 } else { invalid += 1 }
-            for size in [nil, 128, 150, 301, 1024] as [Int?] {
-                let fast = Self.parse(bytes, chunkSize: size, options: options, fastPath: true)
+            // Chunks the fast path takes as they are, and small ones it takes when allowed to.
+            let sizes: [(Int?, Int)] = [
+                (nil, 128), (128, 128), (150, 128), (301, 128), (1024, 128), (1, 1), (7, 1), (37, 1),
+            ]
+            for (size, minimum) in sizes {
+                let fast = Self.parse(bytes, chunkSize: size, options: options, fastPath: true, minimum: minimum)
                 fastChunks += fast.fastChunks
                 #expect(
                     fast.outcome == reference,
@@ -73,6 +79,10 @@ import Testing
             let stopped = Self.parse(bytes, chunkSize: 150, options: options, fastPath: false, throwAtEvent: at)
             let stoppedFast = Self.parse(bytes, chunkSize: 150, options: options, fastPath: true, throwAtEvent: at)
             #expect(stoppedFast.outcome == stopped.outcome)
+            let stoppedSmall = Self.parse(bytes, chunkSize: 5, options: options, fastPath: false, throwAtEvent: at)
+            let stoppedSmallFast = Self.parse(
+                bytes, chunkSize: 5, options: options, fastPath: true, throwAtEvent: at, minimum: 1)
+            #expect(stoppedSmallFast.outcome == stoppedSmall.outcome)
         }
         // Valid documents are rarer under the tight limits.
         #expect(valid > 3)
@@ -98,9 +108,9 @@ import Testing
             bytes.withUnsafeBufferPointer {
                 let base = $0.baseAddress ?? UnsafePointer(bitPattern: 1)!
                 if baseline {
-                    flatland_summarize_baseline(base, UInt64(count), &s)
+                    flatland_summarize_baseline(base, UInt64(count), 0, &s)
                 } else {
-                    flatland_summarize(base, UInt64(count), &s)
+                    flatland_summarize(base, UInt64(count), 0, &s)
                 }
             }
             let lastFeed = bytes.lastIndex(of: 0x0A)
@@ -115,37 +125,52 @@ import Testing
                 i + 2 < count && bytes[i] == 0x5C && bytes[i + 1] == 0x75 && bytes[i + 2] | 0x20 == 0x64
             }
             #expect((s.suspicious != 0) == (surrogateLike || bytes.contains { $0 == 0x0B || $0 == 0x0C }))
+            #expect(s.invalid_utf8 == 0)
         }
     }
 
-    /// The range check against a plain reading of RFC 3629, at lengths on both sides of the
-    /// vector path's, with a sequence cut short by the end accepted.
-    @Test func utf8RangeCheckMatchesAPlainValidator() {
+    /// The summary's UTF-8 verdict against a plain reading of RFC 3629, for the path this
+    /// processor uses and the baseline, at lengths on both sides of the vector path's (whole
+    /// blocks, the last 64 bytes again, byte by byte below 68), with characters and errors
+    /// anywhere, also across block edges, and a sequence cut short by the end accepted.
+    @Test(arguments: [false, true])
+    func utf8VerdictMatchesAPlainValidator(baseline: Bool) {
         var rng = SeededGenerator(seed: 3629)
         let characters: [[UInt8]] = ["a", "é", "☃", "😀", "\u{7FF}", "\u{800}", "\u{FFFF}", "\u{10000}", "\u{10FFFF}"]
             .map { Array($0.utf8) }
+        let ascii = Array("plain text, with nothing else in it ".utf8)
         let hazards: [[UInt8]] = [
             [0x80], [0xC0, 0x80], [0xE0, 0x9F, 0x80], [0xED, 0xA0, 0x80], [0xF0, 0x8F, 0x80, 0x80],
             [0xF4, 0x90, 0x80, 0x80], [0xFF], [0xE2, 0x82], [0xF0, 0x9F, 0x98],
         ]
         var rejected = 0
-        for round in 0..<3000 {
+        for round in 0..<4000 {
             var text: [UInt8] = []
             let length = round % 400
             while text.count < length {
-                text +=
-                    Int.random(in: 0..<(length * 2 + 1), using: &rng) == 0
-                    ? hazards.randomElement(using: &rng)! : characters.randomElement(using: &rng)!
+                switch Int.random(in: 0..<(length + 8), using: &rng) {
+                case 0: text += hazards.randomElement(using: &rng)!
+                case 1...8: text += characters.randomElement(using: &rng)!
+                default: text += ascii.prefix(Int.random(in: 1...ascii.count, using: &rng))
+                }
             }
             // Cut anywhere: the end may fall inside a character.
             let cut = Array(text.prefix(length))
             let expected = BlockScanTests.wellFormed(cut[...], allowingCutEnd: true)
             if !expected { rejected += 1 }
-            let verdict = cut.withUnsafeBufferPointer {
-                flatland_utf8_check($0.baseAddress ?? UnsafePointer(bitPattern: 1)!, UInt64(length))
+            var s = flatland_summary()
+            cut.withUnsafeBufferPointer {
+                let base = $0.baseAddress ?? UnsafePointer(bitPattern: 1)!
+                if baseline {
+                    flatland_summarize_baseline(base, UInt64(length), 1, &s)
+                } else {
+                    flatland_summarize(base, UInt64(length), 1, &s)
+                }
             }
-            #expect((verdict == 0) == expected, "\(cut.map { String($0, radix: 16) })")
+            #expect((s.invalid_utf8 == 0) == expected, "\(cut.map { String($0, radix: 16) })")
         }
-        #expect(rejected > 300)
+        // Both verdicts, often.
+        #expect(rejected > 150)
+        #expect(rejected < 3850)
     }
 }

@@ -55,20 +55,19 @@ typedef struct {
     /// Nonzero when a byte is 0x0B or 0x0C, or a backslash is followed by `u` and then `d` or
     /// `D` (what may begin a surrogate escape) with both of those bytes in the run.
     int suspicious;
+    /// Nonzero when UTF-8 was to be checked and is not well-formed, read as starting at the start
+    /// of a character. A sequence that the end cuts short counts as well-formed when what is
+    /// there of it could begin one.
+    int invalid_utf8;
 } flatland_summary;
 
-/// Summarizes the `count` bytes at `bytes`: AVX2 where the processor has it, the baseline
-/// otherwise.
-void flatland_summarize(const uint8_t *bytes, uint64_t count, flatland_summary *summary);
+/// Summarizes the `count` bytes at `bytes`, checking their UTF-8 too when `check_utf8` is
+/// nonzero: AVX2 where the processor has it (UTF-8 with vector lookups, only in blocks with a
+/// byte above 0x7F), the baseline otherwise.
+void flatland_summarize(const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary);
 
-/// The same with what every processor of the architecture has, so that tests check this path
-/// too where the other one is chosen.
-void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, flatland_summary *summary);
-
-/// Checks that the `count` bytes at `bytes` are well-formed UTF-8, read as starting at the start
-/// of a character: 0 when they are, 1 when they are not. A sequence that the end cuts short
-/// counts as well-formed when what is there of it could begin one. With vector lookups where
-/// the processor has AVX2, byte by byte otherwise.
-int flatland_utf8_check(const uint8_t *bytes, uint64_t count);
+/// The same with what every processor of the architecture has (UTF-8 byte by byte), so that
+/// tests check this path too where the other one is chosen.
+void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary);
 
 #endif

@@ -63,6 +63,10 @@ public final class JSONStreamParser {
     /// Whether chunks may skip the strict scanner's states when a summary of their bytes allows
     /// it (see ``feedFast(_:count:)``). Tests turn it off to compare both ways.
     @_spi(Testing) public var allowsFastPath = true
+    /// The fewest bytes a chunk, and what follows the token it began inside, must have for the
+    /// fast path: below, its fixed costs outweigh what it saves. Tests lower it to 1, so that
+    /// short inputs and small chunks go through it too.
+    @_spi(Testing) public var fastPathMinimumBytes = 128
     /// How many chunks took the fast path, for tests to see that they exercised it.
     @_spi(Testing) public private(set) var fastChunkCount = 0
 
@@ -107,7 +111,8 @@ public final class JSONStreamParser {
         chunkCount = n
         defer { chunkBase = nil }
 
-        let fed = allowsFastPath && scanner.usesBlocks && n >= 128 ? try feedFast(base, count: n) : false
+        let fastPathApplies = allowsFastPath && scanner.usesBlocks && n >= fastPathMinimumBytes
+        let fed = fastPathApplies ? try feedFast(base, count: n) : false
         if !fed {
             let scanFailure = scanner.scan(base, count: n, start: chunkStart)
             let safe = scanFailure?.detectedAt ?? n
@@ -181,15 +186,13 @@ public final class JSONStreamParser {
         let atChunkStart = scanner
         scanner.chunkLines = scanner.lines
         scanner.chunkMode = scanner.mode
-        guard let h = scanner.scanHead(base, count: n, start: start), n - h >= 64 else {
+        guard let h = scanner.scanHead(base, count: n, start: start), n - h >= fastPathMinimumBytes else {
             scanner = atChunkStart
             return false
         }
         var summary = flatland_summary()
-        flatland_summarize(base + h, UInt64(n - h), &summary)
-        if summary.suspicious != 0
-            || (summary.non_ascii != 0 && scanner.validateUTF8 && flatland_utf8_check(base + h, UInt64(n - h)) != 0)
-        {
+        flatland_summarize(base + h, UInt64(n - h), scanner.validateUTF8 ? 1 : 0, &summary)
+        if summary.suspicious != 0 || summary.invalid_utf8 != 0 {
             scanner = atChunkStart
             return false
         }
@@ -270,7 +273,9 @@ public final class JSONStreamParser {
         let consumed = Int(yajl_get_bytes_consumed(yajl))
         scanner = atChunkStart
         let scanFailure = scanner.scan(base, count: n, start: chunkStart)
-        if let scanFailure, stoppedForStrictCheck || consumed > scanFailure.detectedAt {
+        // libyajl reports a number only once it has read the byte after it.
+        let needed = handlerError != nil && events.pointee.lastWasNumber ? consumed + 1 : consumed
+        if let scanFailure, stoppedForStrictCheck || needed > scanFailure.detectedAt {
             return locate(scanFailure.error)
         }
         assert(!stoppedForStrictCheck, "a callback stopped libyajl, but the states found no error")
@@ -558,6 +563,7 @@ public final class JSONStreamParser {
     fileprivate func onString(_ pointer: UnsafePointer<UInt8>?, _ count: Int, isKey: Bool) -> Int32 {
         noteEvent()
         events.pointee.lastOpensObject = false
+        events.pointee.lastWasNumber = false
         if count > (isKey ? keyLengthToMeasure : stringLengthToMeasure), rawLengthExceedsLimit(isKey: isKey) {
             return stopForStrictCheck()
         }
@@ -591,6 +597,7 @@ public final class JSONStreamParser {
     fileprivate func onNumber(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         noteEvent()
         events.pointee.lastOpensObject = false
+        events.pointee.lastWasNumber = true
         if count > maxNumberLength, !finishing { return stopForStrictCheck() }
         do {
             try handler.number(JSONNumberText(unsafeBuffer: UnsafeRawBufferPointer(start: pointer, count: count)))
@@ -604,6 +611,7 @@ public final class JSONStreamParser {
     fileprivate func onEvent(_ kind: UInt8) -> Int32 {
         noteEvent()
         events.pointee.lastOpensObject = kind == 0
+        events.pointee.lastWasNumber = false
         if kind < 4 {
             if kind & 1 == 0 {
                 if events.pointee.containers.depth >= maxDepth { return stopForStrictCheck() }
@@ -633,6 +641,7 @@ public final class JSONStreamParser {
 struct EventState {
     var containers = ContainerStack()
     var lastOpensObject = false
+    var lastWasNumber = false
 }
 
 extension JSONStreamParser {
