@@ -30,7 +30,7 @@ typedef struct {
     uint64_t line_feed, continuation, non_ascii, vertical_space, backslash;
 } summary_masks;
 
-#define FLATLAND_SUMMARY_MASKS_NAMED(m, VEC, WIDTH, MOVEMASK)                                      \
+#define FLATLAND_SUMMARY_MASKS(VEC, WIDTH, MOVEMASK)                                               \
     summary_masks m = {0, 0, 0, 0, 0};                                                             \
     for (int k = 0; k < 64 / (WIDTH); k++) {                                                       \
         VEC v;                                                                                     \
@@ -48,7 +48,6 @@ typedef struct {
             m.continuation |= MOVEMASK((v & 0xC0) == 0x80) << ((WIDTH) * k);                       \
         }                                                                                          \
     }
-#define FLATLAND_SUMMARY_MASKS(VEC, WIDTH, MOVEMASK) FLATLAND_SUMMARY_MASKS_NAMED(m, VEC, WIDTH, MOVEMASK)
 
 /// Adds one block's masks, for the block at `index` of a run of `count` bytes, to `s`.
 static inline void summary_add(
@@ -237,33 +236,28 @@ __attribute__((target("avx2"))) static int utf8_check_avx2(const uint8_t *block,
 
 
 #define FLATLAND_SUMMARY_MASKS16 FLATLAND_SUMMARY_MASKS(bytes16, 16, MOVEMASK16)
-#define FLATLAND_SUMMARY_MASKS32 FLATLAND_SUMMARY_MASKS_NAMED(full, bytes32, 32, MOVEMASK32)
+#define FLATLAND_SUMMARY_MASKS32 FLATLAND_SUMMARY_MASKS(bytes32, 32, MOVEMASK32)
 
 void flatland_summarize_baseline(const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary) {
     FLATLAND_SUMMARIZE_BODY(FLATLAND_SUMMARY_MASKS16)
 }
 
-/// The masks of a block, with a shortcut for the usual one: ASCII without form feeds, vertical
-/// tabs or backslashes, where only the line feeds count.
-#define FLATLAND_SUMMARY_MASKS_AVX2                                                                \
-    __m256i lo = _mm256_loadu_si256((const __m256i *)block);                                       \
-    __m256i hi = _mm256_loadu_si256((const __m256i *)(block + 32));                                \
-    const __m256i vt = _mm256_set1_epi8(0x0B), ff = _mm256_set1_epi8(0x0C);                        \
-    const __m256i bs = _mm256_set1_epi8('\\');                                                     \
-    __m256i odd = _mm256_or_si256(                                                                 \
-        _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, vt), _mm256_cmpeq_epi8(lo, ff)),     \
-            _mm256_or_si256(_mm256_cmpeq_epi8(hi, vt), _mm256_cmpeq_epi8(hi, ff))),                \
-        _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, bs), _mm256_cmpeq_epi8(hi, bs)),     \
-            _mm256_or_si256(lo, hi)));                                                             \
-    summary_masks m = {0, 0, 0, 0, 0};                                                             \
-    if (_mm256_movemask_epi8(odd) == 0) {                                                          \
-        const __m256i lf = _mm256_set1_epi8(0x0A);                                                 \
-        m.line_feed = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, lf))          \
-                      | (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, lf)) << 32; \
-    } else {                                                                                       \
-        FLATLAND_SUMMARY_MASKS32                                                                   \
-        m = full;                                                                                  \
-    }
+/// Whether the block is the usual kind, ASCII without form feeds, vertical tabs or
+/// backslashes, where only the line feeds (stored in `line_feeds`) count.
+__attribute__((target("avx2"))) static inline int ordinary_block_avx2(const uint8_t *block, uint64_t *line_feeds) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)block);
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(block + 32));
+    const __m256i vt = _mm256_set1_epi8(0x0B), ff = _mm256_set1_epi8(0x0C), bs = _mm256_set1_epi8('\\');
+    __m256i odd = _mm256_or_si256(
+        _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, vt), _mm256_cmpeq_epi8(lo, ff)),
+            _mm256_or_si256(_mm256_cmpeq_epi8(hi, vt), _mm256_cmpeq_epi8(hi, ff))),
+        _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, bs), _mm256_cmpeq_epi8(hi, bs)), _mm256_or_si256(lo, hi)));
+    if (_mm256_movemask_epi8(odd) != 0) return 0;
+    const __m256i lf = _mm256_set1_epi8(0x0A);
+    *line_feeds = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, lf))
+                  | (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, lf)) << 32;
+    return 1;
+}
 
 __attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
     const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary) {
@@ -272,12 +266,21 @@ __attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
     int after_non_ascii = 0;
     for (; i + 64 <= count; i += 64) {
         const uint8_t *block = bytes + i;
-        FLATLAND_SUMMARY_MASKS_AVX2
+        uint64_t line_feeds;
+        if (!after_non_ascii && ordinary_block_avx2(block, &line_feeds)) {
+            if (line_feeds) {
+                s.line_feeds += (uint64_t)__builtin_popcountll(line_feeds);
+                s.last_line_feed = (int64_t)(i + 63 - (uint64_t)__builtin_clzll(line_feeds));
+                s.continuations_after = 0;
+            }
+            continue;
+        }
+        FLATLAND_SUMMARY_MASKS32
         summary_add(&s, block, m, i, count);
         // UTF-8 where there is any: a block with a byte above 0x7F, or one right after such a
         // block, where a sequence begun in the three bytes before it goes on.
-        if (check_utf8 && (m.non_ascii || after_non_ascii) && !s.invalid_utf8) {
-            int open = block[-1] >= 0xC0 || block[-2] >= 0xE0 || block[-3] >= 0xF0;
+        if (check_utf8 && !s.invalid_utf8) {
+            int open = after_non_ascii && (block[-1] >= 0xC0 || block[-2] >= 0xE0 || block[-3] >= 0xF0);
             if ((m.non_ascii || open) && utf8_check_avx2(block, i >= 4)) s.invalid_utf8 = 1;
         }
         after_non_ascii = m.non_ascii != 0;
@@ -286,7 +289,7 @@ __attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
         uint8_t padded[64] = {0};
         __builtin_memcpy(padded, bytes + i, count - i);
         const uint8_t *block = padded;
-        FLATLAND_SUMMARY_MASKS_AVX2
+        FLATLAND_SUMMARY_MASKS32
         summary_add(&s, block, m, i, count);
         // The last 64 bytes again, through the end of any sequence begun before them.
         if (check_utf8 && s.non_ascii && !s.invalid_utf8) {

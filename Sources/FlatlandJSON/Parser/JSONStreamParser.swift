@@ -46,10 +46,10 @@ public final class JSONStreamParser {
     private var pendingIsRun = false
     private var pendingLocation = JSONLocation(offset: 0, line: 1, column: 1)
     private var pendingExcerpt: [UInt8] = []
-    /// What the callbacks keep of libyajl's events for the fast path. Behind a pointer, since
-    /// the callbacks change it at every event, and a stored property changed by a call that
-    /// may reach the parser again is checked for exclusive access at run time.
-    private let events: UnsafeMutablePointer<EventState>
+    /// The levels open after libyajl's last event, kept by the callbacks for the fast path.
+    /// Behind a pointer, since they change it at every bracket, and a stored property changed
+    /// by a call that may reach the parser again is checked for exclusive access at run time.
+    private let eventContainers: UnsafeMutablePointer<ContainerStack>
     private let maxDepth: Int
     private let maxNumberLength: Int
     /// Set when a callback stopped libyajl because a strict check may have failed: the states
@@ -78,8 +78,8 @@ public final class JSONStreamParser {
         self.stringLengthToMeasure = scanner.maxStringLength / 6
         self.maxDepth = scanner.maxDepth
         self.maxNumberLength = scanner.maxNumberLength
-        self.events = UnsafeMutablePointer<EventState>.allocate(capacity: 1)
-        events.initialize(to: EventState())
+        self.eventContainers = UnsafeMutablePointer<ContainerStack>.allocate(capacity: 1)
+        eventContainers.initialize(to: ContainerStack())
         self.keyLengthToMeasure = scanner.maxKeyLength / 6
         self.yajl = yajl_alloc(yajlCallbacks, nil, Unmanaged.passUnretained(self).toOpaque())
         yajl_config_set(yajl, yajl_dont_validate_strings, true)
@@ -89,8 +89,8 @@ public final class JSONStreamParser {
 
     deinit {
         yajl_free(yajl)
-        events.deinitialize(count: 1)
-        events.deallocate()
+        eventContainers.deinitialize(count: 1)
+        eventContainers.deallocate()
     }
 
     /// The number of bytes accepted so far.
@@ -207,7 +207,8 @@ public final class JSONStreamParser {
         var tail = h
         if eventCount != eventsBefore, lastEventEnd - start > h {
             tail = lastEventEnd - start
-            scanner.resume(containers: events.pointee.containers, afterObjectStart: events.pointee.lastOpensObject)
+            // An event that ends with `{` is the start of an object.
+            scanner.resume(containers: eventContainers.pointee, afterObjectStart: base[tail - 1] == UInt8(ascii: "{"))
         }
         // The line state at the end, from the summary (a line feed in a string is an error, so
         // every one counts), and at `tail`, taking the tail's bytes back off.
@@ -273,8 +274,10 @@ public final class JSONStreamParser {
         let consumed = Int(yajl_get_bytes_consumed(yajl))
         scanner = atChunkStart
         let scanFailure = scanner.scan(base, count: n, start: chunkStart)
-        // libyajl reports a number only once it has read the byte after it.
-        let needed = handlerError != nil && events.pointee.lastWasNumber ? consumed + 1 : consumed
+        // libyajl reports a number (the only token that ends with a digit) only once it has read
+        // the byte after it.
+        let endsNumber = consumed > 0 && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(base[consumed - 1])
+        let needed = handlerError != nil && endsNumber ? consumed + 1 : consumed
         if let scanFailure, stoppedForStrictCheck || needed > scanFailure.detectedAt {
             return locate(scanFailure.error)
         }
@@ -562,8 +565,6 @@ public final class JSONStreamParser {
     @inline(__always)
     fileprivate func onString(_ pointer: UnsafePointer<UInt8>?, _ count: Int, isKey: Bool) -> Int32 {
         noteEvent()
-        events.pointee.lastOpensObject = false
-        events.pointee.lastWasNumber = false
         if count > (isKey ? keyLengthToMeasure : stringLengthToMeasure), rawLengthExceedsLimit(isKey: isKey) {
             return stopForStrictCheck()
         }
@@ -596,8 +597,6 @@ public final class JSONStreamParser {
     @inline(__always)
     fileprivate func onNumber(_ pointer: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         noteEvent()
-        events.pointee.lastOpensObject = false
-        events.pointee.lastWasNumber = true
         if count > maxNumberLength, !finishing { return stopForStrictCheck() }
         do {
             try handler.number(JSONNumberText(unsafeBuffer: UnsafeRawBufferPointer(start: pointer, count: count)))
@@ -610,14 +609,12 @@ public final class JSONStreamParser {
     @inline(__always)
     fileprivate func onEvent(_ kind: UInt8) -> Int32 {
         noteEvent()
-        events.pointee.lastOpensObject = kind == 0
-        events.pointee.lastWasNumber = false
         if kind < 4 {
             if kind & 1 == 0 {
-                if events.pointee.containers.depth >= maxDepth { return stopForStrictCheck() }
-                events.pointee.containers.push(isObject: kind == 0)
+                if eventContainers.pointee.depth >= maxDepth { return stopForStrictCheck() }
+                eventContainers.pointee.push(isObject: kind == 0)
             } else {
-                events.pointee.containers.pop()
+                eventContainers.pointee.pop()
             }
         }
         do {
@@ -635,13 +632,6 @@ public final class JSONStreamParser {
             return failEvent(error)
         }
     }
-}
-
-/// The levels open after libyajl's last event, and whether that event started an object.
-struct EventState {
-    var containers = ContainerStack()
-    var lastOpensObject = false
-    var lastWasNumber = false
 }
 
 extension JSONStreamParser {
