@@ -267,7 +267,10 @@ __attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
     for (; i + 64 <= count; i += 64) {
         const uint8_t *block = bytes + i;
         uint64_t line_feeds;
-        if (!after_non_ascii && ordinary_block_avx2(block, &line_feeds)) {
+        // A sequence begun in the three bytes before the block goes on into it.
+        int open = after_non_ascii && (block[-1] >= 0xC0 || block[-2] >= 0xE0 || block[-3] >= 0xF0);
+        if (!open && ordinary_block_avx2(block, &line_feeds)) {
+            after_non_ascii = 0;
             if (line_feeds) {
                 s.line_feeds += (uint64_t)__builtin_popcountll(line_feeds);
                 s.last_line_feed = (int64_t)(i + 63 - (uint64_t)__builtin_clzll(line_feeds));
@@ -277,11 +280,9 @@ __attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
         }
         FLATLAND_SUMMARY_MASKS32
         summary_add(&s, block, m, i, count);
-        // UTF-8 where there is any: a block with a byte above 0x7F, or one right after such a
-        // block, where a sequence begun in the three bytes before it goes on.
-        if (check_utf8 && !s.invalid_utf8) {
-            int open = after_non_ascii && (block[-1] >= 0xC0 || block[-2] >= 0xE0 || block[-3] >= 0xF0);
-            if ((m.non_ascii || open) && utf8_check_avx2(block, i >= 4)) s.invalid_utf8 = 1;
+        // UTF-8 where there is any: a block with a byte above 0x7F, or the end of a sequence.
+        if (check_utf8 && !s.invalid_utf8 && (m.non_ascii || open) && utf8_check_avx2(block, i >= 4)) {
+            s.invalid_utf8 = 1;
         }
         after_non_ascii = m.non_ascii != 0;
     }
