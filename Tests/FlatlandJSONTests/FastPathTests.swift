@@ -16,22 +16,13 @@ import Testing
             seen += 1
             if seen == throwAtEvent { throw CancellationError() }
         }
-        let parser = JSONStreamParser(handler: recorder, options: options)
-        parser.allowsFastPath = fastPath
-        parser.fastPathMinimumBytes = minimum
-        do throws(JSONError) {
-            let step = max(1, chunkSize ?? bytes.count)
-            var start = 0
-            while start < bytes.count {
-                let end = min(bytes.count, start + step)
-                try parser.feed(bytes[start..<end])
-                start = end
-            }
-            try parser.finish()
-            return (Outcome(events: recorder.events, error: nil), parser.fastChunkCount)
-        } catch {
-            return (Outcome(events: recorder.events, error: error), parser.fastChunkCount)
+        var parser: JSONStreamParser?
+        let outcome = FlatlandJSONTests.parse(bytes, chunkSize: chunkSize, options: options, recorder: recorder) {
+            $0.allowsFastPath = fastPath
+            $0.fastPathMinimumBytes = minimum
+            parser = $0
         }
+        return (outcome, parser?.fastChunkCount ?? 0)
     }
 
     /// Longer documents than the block tests', so that chunks of 128 bytes and more hold many

@@ -66,11 +66,14 @@ struct Outcome: Equatable, CustomStringConvertible {
 /// The chunkings every streaming test runs with; `nil` feeds the input whole.
 let chunkings: [Int?] = [1, 2, 3, 7, 64, 4096, nil]
 
-/// Parses `bytes` in chunks of `chunkSize` bytes (whole when nil).
+/// Parses `bytes` in chunks of `chunkSize` bytes (whole when nil), with a parser that
+/// `configure` may set up first.
 func parse(
-    _ bytes: [UInt8], chunkSize: Int?, options: JSONParserOptions = .strict, recorder: Recorder = Recorder()
+    _ bytes: [UInt8], chunkSize: Int?, options: JSONParserOptions = .strict, recorder: Recorder = Recorder(),
+    configure: (JSONStreamParser) -> Void = { _ in }
 ) -> Outcome {
     let parser = JSONStreamParser(handler: recorder, options: options)
+    configure(parser)
     do throws(JSONError) {
         let step = max(1, chunkSize ?? bytes.count)
         var start = 0
