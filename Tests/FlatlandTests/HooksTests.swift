@@ -56,6 +56,8 @@ struct HooksTests {
             })
         let s = try backend.store(registry: try seedRegistry(), hooks: hooks)
         store.withValue { $0 = s }
+        // The hooks reach the store through the box: break that cycle at the end.
+        defer { store.withValue { $0 = nil } }
         try s.ingest(bytes(#"[{"uuid":"u-1","age":1},{"uuid":"u-2","devices":[{"uuid":"d-1"}]}]"#))
         #expect(before.current == ["u-1:false", "d-1:false", "u-2:false"])
         #expect(after.current.map(\.0) == ["u-1:true", "d-1:true", "u-2:true"])
