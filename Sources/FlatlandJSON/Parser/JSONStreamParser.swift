@@ -126,6 +126,9 @@ public final class JSONStreamParser {
             throw fail(
                 locate(JSONError(.limit, "input longer than \(limit) bytes"), at: chunkStart + n))
         }
+        // Brackets are events as soon as libyajl reads them, so both ways of keeping the open
+        // levels agree after every chunk (the fast path relies on it).
+        assert(scanner.containers == eventContainers.pointee, "the open levels differ from libyajl's")
         updatePending(base, count: n)
         remember(base, count: n)
         chunkStart += n

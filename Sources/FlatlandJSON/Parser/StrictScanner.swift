@@ -1,5 +1,7 @@
 /// The checks that make the parser strict RFC 8259 where libyajl alone is lenient, plus the
-/// limits, done in one streaming pass over the raw bytes before libyajl sees them.
+/// limits, done in one streaming pass over the raw bytes before libyajl sees them: over every
+/// chunk that the parser's fast path does not take, and over the parts of the others that it
+/// leaves to the states (see `JSONStreamParser.feedFast`).
 ///
 /// It follows just enough of the grammar to know where strings and comments are: form feed
 /// and vertical tab outside strings, invalid UTF-8 (overlongs, encoded surrogates, above U+10FFFF,
