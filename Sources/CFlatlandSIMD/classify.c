@@ -49,16 +49,44 @@ typedef struct {
         }                                                                                          \
     }
 
-/// Adds one block's masks, for the block at `index` of a run of `count` bytes, to `s`.
+/// Whether the `\uD` at `at` (of the `count` bytes at `bytes`) may begin a surrogate escape
+/// that the states must judge: a high one not followed by a low one, a low one not after a high
+/// one, or one after another backslash (which may escape it). A pair of them is fine; so is
+/// anything the end cuts short, since the string it is in then goes on after the chunk's last
+/// event, where the states read anyway. `expected_low` is where the low half of the last pair
+/// began.
+__attribute__((noinline)) static int escape_needs_states(
+    const uint8_t *bytes, uint64_t at, uint64_t count, uint64_t *expected_low) {
+    if (at == 0 || bytes[at - 1] == '\\') return 1;
+    if (at + 3 >= count) return 0;
+    uint8_t third = bytes[at + 3] | 0x20;
+    if (third >= '0' && third <= '7') return 0;
+    if (third >= 'c' && third <= 'f') return at != *expected_low;
+    if (third != '8' && third != '9' && third != 'a' && third != 'b') return 1;
+    // A high surrogate: `\uD[89AB]xx` then `\uD[C-F]`.
+    for (uint64_t j = 6; j <= 9; j++) {
+        if (at + j >= count) return 0;
+        uint8_t c = bytes[at + j];
+        int ok = j == 6 ? c == '\\' : j == 7 ? c == 'u' : j == 8 ? (c | 0x20) == 'd' : ((c | 0x20) >= 'c' && (c | 0x20) <= 'f');
+        if (!ok) return 1;
+    }
+    *expected_low = at + 6;
+    return 0;
+}
+
+/// Adds one block's masks, for the block at `index` of the `count` bytes at `bytes`, to `s`.
 static inline void summary_add(
-    flatland_summary *s, const uint8_t *block, summary_masks m, uint64_t index, uint64_t count) {
+    flatland_summary *s, const uint8_t *bytes, summary_masks m, uint64_t index, uint64_t count, uint64_t *expected_low) {
     if (m.vertical_space) s->suspicious = 1;
     if (m.non_ascii) s->non_ascii = 1;
     uint64_t b = m.backslash;
     while (b) {
         int k = __builtin_ctzll(b);
         b &= b - 1;
-        if (index + (uint64_t)k + 2 < count && block[k + 1] == 'u' && (block[k + 2] | 0x20) == 'd') {
+        // Most escapes are not `\uD`: those go out of line.
+        uint64_t at = index + (uint64_t)k;
+        if (at + 2 < count && bytes[at + 1] == 'u' && (bytes[at + 2] | 0x20) == 'd'
+            && escape_needs_states(bytes, at, count, expected_low)) {
             s->suspicious = 1;
         }
     }
@@ -81,18 +109,19 @@ static int utf8_check_scalar(const uint8_t *p, uint64_t n);
 /// zero byte is none of the bytes a summary looks for.
 #define FLATLAND_SUMMARIZE_BODY(BLOCK_MASKS)                                                       \
     flatland_summary s = {0, -1, 0, 0, 0, 0, 0};                                                   \
+    uint64_t expected_low = UINT64_MAX;                                                            \
     uint64_t i = 0;                                                                                \
     for (; i + 64 <= count; i += 64) {                                                             \
         const uint8_t *block = bytes + i;                                                          \
         BLOCK_MASKS                                                                                \
-        summary_add(&s, block, m, i, count);                                                       \
+        summary_add(&s, bytes, m, i, count, &expected_low);                                        \
     }                                                                                              \
     if (i < count) {                                                                               \
         uint8_t padded[64] = {0};                                                                  \
         __builtin_memcpy(padded, bytes + i, count - i);                                            \
         const uint8_t *block = padded;                                                             \
         BLOCK_MASKS                                                                                \
-        summary_add(&s, block, m, i, count);                                                       \
+        summary_add(&s, bytes, m, i, count, &expected_low);                                        \
     }                                                                                              \
     if (check_utf8 && s.non_ascii) s.invalid_utf8 = utf8_check_scalar(bytes, count);               \
     *summary = s;
@@ -262,6 +291,7 @@ __attribute__((target("avx2"))) static inline int ordinary_block_avx2(const uint
 __attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
     const uint8_t *bytes, uint64_t count, int check_utf8, flatland_summary *summary) {
     flatland_summary s = {0, -1, 0, 0, 0, 0, 0};
+    uint64_t expected_low = UINT64_MAX;
     uint64_t i = 0;
     int after_non_ascii = 0;
     for (; i + 64 <= count; i += 64) {
@@ -279,7 +309,7 @@ __attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
             continue;
         }
         FLATLAND_SUMMARY_MASKS32
-        summary_add(&s, block, m, i, count);
+        summary_add(&s, bytes, m, i, count, &expected_low);
         // UTF-8 where there is any: a block with a byte above 0x7F, or the end of a sequence.
         if (check_utf8 && !s.invalid_utf8 && (m.non_ascii || open) && utf8_check_avx2(block, i >= 4)) {
             s.invalid_utf8 = 1;
@@ -291,7 +321,7 @@ __attribute__((target("avx2,popcnt,lzcnt,bmi"))) static void summarize_avx2(
         __builtin_memcpy(padded, bytes + i, count - i);
         const uint8_t *block = padded;
         FLATLAND_SUMMARY_MASKS32
-        summary_add(&s, block, m, i, count);
+        summary_add(&s, bytes, m, i, count, &expected_low);
         // The last 64 bytes again, through the end of any sequence begun before them.
         if (check_utf8 && s.non_ascii && !s.invalid_utf8) {
             s.invalid_utf8 = count >= 68 ? utf8_check_avx2(bytes + count - 64, 1) : utf8_check_scalar(bytes, count);

@@ -52,8 +52,11 @@ typedef struct {
     uint64_t continuations_after;
     /// Nonzero when a byte is 0x80 or above.
     int non_ascii;
-    /// Nonzero when a byte is 0x0B or 0x0C, or a backslash is followed by `u` and then `d` or
-    /// `D` (what may begin a surrogate escape) with both of those bytes in the run.
+    /// Nonzero when a byte is 0x0B or 0x0C, or a surrogate escape may be wrong: a backslash,
+    /// `u` and `d` or `D` (all in the run) that begin neither a pair of them (`\uD8xx` to
+    /// `\uDBxx`, then `\uDCxx` to `\uDFxx`: checked through the low half's first hex digit) nor
+    /// an escape below U+D800, or that follow another backslash. An escape or pair that the
+    /// run's end cuts short does not count.
     int suspicious;
     /// Nonzero when UTF-8 was to be checked and is not well-formed, read as starting at the start
     /// of a character. A sequence that the end cuts short counts as well-formed when what is
