@@ -263,7 +263,6 @@ __attribute__((target("avx2"))) static int utf8_check_avx2(const uint8_t *block,
     return !_mm256_testz_si256(errors, errors) || last == 0xC0 || last == 0xC1 || last >= 0xF5;
 }
 
-
 #define FLATLAND_SUMMARY_MASKS16 FLATLAND_SUMMARY_MASKS(bytes16, 16, MOVEMASK16)
 #define FLATLAND_SUMMARY_MASKS32 FLATLAND_SUMMARY_MASKS(bytes32, 32, MOVEMASK32)
 

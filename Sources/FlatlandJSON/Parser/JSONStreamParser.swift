@@ -50,6 +50,7 @@ public final class JSONStreamParser {
     /// Behind a pointer, since they change it at every bracket, and a stored property changed
     /// by a call that may reach the parser again is checked for exclusive access at run time.
     private let eventContainers: UnsafeMutablePointer<ContainerStack>
+    /// The scanner's limits, as constants the callbacks read without an access check.
     private let maxDepth: Int
     private let maxNumberLength: Int
     /// Set when a callback stopped libyajl because a strict check may have failed: the states
@@ -75,12 +76,12 @@ public final class JSONStreamParser {
         self.handler = handler
         self.options = options
         self.scanner = StrictScanner(options: options)
-        self.stringLengthToMeasure = scanner.maxStringLength / 6
         self.maxDepth = scanner.maxDepth
         self.maxNumberLength = scanner.maxNumberLength
+        self.stringLengthToMeasure = scanner.maxStringLength / 6
+        self.keyLengthToMeasure = scanner.maxKeyLength / 6
         self.eventContainers = UnsafeMutablePointer<ContainerStack>.allocate(capacity: 1)
         eventContainers.initialize(to: ContainerStack())
-        self.keyLengthToMeasure = scanner.maxKeyLength / 6
         self.yajl = yajl_alloc(yajlCallbacks, nil, Unmanaged.passUnretained(self).toOpaque())
         yajl_config_set(yajl, yajl_dont_validate_strings, true)
         yajl_config_set(yajl, yajl_allow_comments, options.allowComments)
@@ -187,8 +188,7 @@ public final class JSONStreamParser {
         let start = chunkStart
         if start == 0, base[0] == 0xEF { return false }
         let atChunkStart = scanner
-        scanner.chunkLines = scanner.lines
-        scanner.chunkMode = scanner.mode
+        scanner.beginChunk()
         guard let h = scanner.scanHead(base, count: n, start: start), n - h >= fastPathMinimumBytes else {
             scanner = atChunkStart
             return false

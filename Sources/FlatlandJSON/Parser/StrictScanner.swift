@@ -144,13 +144,18 @@ struct StrictScanner {
     /// the rest, byte by byte, through the states. Both end a block in the same state, so a block
     /// boundary is no different from a chunk boundary.
     mutating func scan(_ base: UnsafePointer<UInt8>, count n: Int, start: Int) -> Failure? {
-        chunkLines = lines
-        chunkMode = mode
+        beginChunk()
         if start == 0, n > 0, base[0] == 0xEF {
             return fail(
                 .syntax, "byte-order mark is not allowed in JSON text", at: lines.location(at: 0), detectedAt: 0)
         }
         return scanRange(base, from: 0, to: n, start: start)
+    }
+
+    /// Notes the state at the start of a chunk, which locations within it start from.
+    mutating func beginChunk() {
+        chunkLines = lines
+        chunkMode = mode
     }
 
     /// Scans the chunk bytes from index `from` to `n`: whole blocks through
