@@ -28,6 +28,10 @@ final class FuzzRecorder: JSONEventHandler {
     func null() { log.append(10) }
 
     private func append(_ tag: UInt8, _ bytes: JSONBytes) {
+        // Strings and keys must be well-formed UTF-8: the ingestor makes strings of them unchecked.
+        if tag != 7, String(validating: bytes.buffer, as: UTF8.self) == nil {
+            fatalError("the parser delivered ill-formed UTF-8: \(Array(bytes.buffer))")
+        }
         log.append(tag)
         let n = bytes.count
         log.append(UInt8(truncatingIfNeeded: n))

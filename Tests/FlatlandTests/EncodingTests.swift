@@ -45,6 +45,46 @@ struct EncodingTests {
         #expect(store.record(user.id)?.presentFields == User.fields.map(\.key))
     }
 
+    /// The ingestor makes strings from the parser's bytes without checking their UTF-8 again:
+    /// the strings must still be the text, equal to and hashing like strings made any other way.
+    @Test(arguments: [false, true])
+    func stringsKeepTheirTextWhateverTheirUTF8(replaceInvalidUTF8: Bool) throws {
+        let cases: [(json: [UInt8], text: String)] = [
+            (
+                bytes("plain ASCII, long enough not to be a small string"),
+                "plain ASCII, long enough not to be a small string"
+            ),
+            (bytes("Zoë"), "Zoë"),
+            (bytes("日本語のテキスト、長め"), "日本語のテキスト、長め"),
+            (bytes("\u{1F600} and e\u{301}"), "\u{1F600} and e\u{301}"),
+            (bytes(#"\u00e9\uD83D\uDE00\n\"x\""#), "é\u{1F600}\n\"x\""),
+            (bytes(""), ""),
+        ]
+        var json = bytes(#"{"uuid":"u-1","tags":["#)
+        var expected: [String] = []
+        for (i, c) in cases.enumerated() {
+            if i > 0 { json += bytes(",") }
+            json += bytes("\"") + c.json + bytes("\"")
+            expected.append(c.text)
+        }
+        if replaceInvalidUTF8 {
+            // A lone continuation byte and a truncated sequence, each repaired to U+FFFD.
+            json += bytes(#","a"#) + [0x80] + bytes(#"b",""#) + [0xE6, 0x97] + bytes(#"""#)
+            expected += ["a\u{FFFD}b", "\u{FFFD}"]
+        }
+        json += bytes(#"],"lastname":"Ångström"}"#)
+        var options = IngestOptions()
+        options.parser.replaceInvalidUTF8 = replaceInvalidUTF8
+        let store = Store(registry: try seedRegistry())
+        try store.ingest(json, options: options)
+        let user = try #require(store.entity(EntityID<User>("u-1")))
+        #expect(user.tags == expected)
+        #expect(user.lastname == "Ångström")
+        #expect(user.tags.map(\.count) == expected.map(\.count))
+        #expect(Set(user.tags + expected).count == Set(expected).count)
+        #expect(user.tags.map { $0.unicodeScalars.map(\.value) } == expected.map { $0.unicodeScalars.map(\.value) })
+    }
+
     @Test func dateTextHasFractionalSecondsInUTC() throws {
         let user = Self.fullUser(created: Date(timeIntervalSince1970: 1_709_296_496.789))
         let value = try JSONValue(parsing: user.jsonObject(only: ["created"]))

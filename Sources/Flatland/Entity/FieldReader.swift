@@ -119,7 +119,7 @@ public struct FieldReader {
     public mutating func readString() throws(FieldError) -> String {
         let t = try next()
         guard t.kind == .string else { throw .mismatch(expected: "string", found: t) }
-        return t.bytes.string
+        return t.bytes.parsedString
     }
 
     /// Reads a number's exact text.
@@ -218,7 +218,7 @@ public struct FieldReader {
         case .null: return .null
         case .true: return .bool(true)
         case .false: return .bool(false)
-        case .string: return .string(t.bytes.string)
+        case .string: return .string(t.bytes.parsedString)
         case .number: return .number(JSONNumberText(unsafeBuffer: t.bytes.buffer).number)
         case .reference: return .object(["$ref": .string(t.bytes.string)])
         case .beginArray:
@@ -231,7 +231,7 @@ public struct FieldReader {
             while true {
                 let k = try next()
                 if k.kind == .endObject { break }
-                object.members.append((key: k.bytes.string, value: try readJSONValue()))
+                object.members.append((key: k.bytes.parsedString, value: try readJSONValue()))
             }
             return .object(object)
         case .key, .endArray, .endObject:

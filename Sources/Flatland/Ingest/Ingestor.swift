@@ -19,7 +19,7 @@ import FlatlandJSON
 /// decoded from the tape, otherwise the tape is dropped. An object that grows past
 /// ``IngestOptions/maxPendingObjectBytes`` before its identity is known is read as a container,
 /// so memory for the walk is bounded by the largest single entity, not by the response.
-public final class Ingestor: JSONEventHandler {
+public final class Ingestor {
     enum Kind: UInt8 { case object, array, entity }
 
     /// What the parent does with a frame's result.
@@ -260,9 +260,9 @@ public final class Ingestor: JSONEventHandler {
         return fail(result)
     }
 
-    // MARK: Events
+    // MARK: Events (from the parser only, through ``IngestorEvents``)
 
-    public func beginObject() throws {
+    func beginObject() throws {
         if cancelled { throw CancellationError() }
         guard let t = frames.lastIndex else {
             pushObject(role: .member, nested: false, inEntity: false, records: false, parentKey: nil)
@@ -285,7 +285,7 @@ public final class Ingestor: JSONEventHandler {
         }
     }
 
-    public func beginArray() throws {
+    func beginArray() throws {
         pushArray()
         let t = frames.count - 1
         frames[t].mark = tape.mark
@@ -329,7 +329,7 @@ public final class Ingestor: JSONEventHandler {
         }
     }
 
-    public func endArray() throws {
+    func endArray() throws {
         frames.pop()
         if frames.popped.records { tape.append(.endArray) }
         if frames.popped.isSliceData, let p = frames.lastIndex {
@@ -339,7 +339,7 @@ public final class Ingestor: JSONEventHandler {
         try childEnded(role: frames.popped.role, mark: frames.popped.mark, id: nil)
     }
 
-    public func endObject() throws {
+    func endObject() throws {
         let t = frames.count - 1
         if frames[t].undecided { try decide(t, atEnd: true) }
         if frames[t].kind == .entity { return try entityEnded() }
@@ -355,7 +355,7 @@ public final class Ingestor: JSONEventHandler {
         try childEnded(role: frames.popped.role, mark: frames.popped.mark, id: nil)
     }
 
-    public func key(_ key: JSONBytes) throws {
+    func key(_ key: JSONBytes) throws {
         let t = frames.count - 1
         switch frames[t].kind {
         case .object:
@@ -423,16 +423,16 @@ public final class Ingestor: JSONEventHandler {
             }
         } else {
             frames[t].field = -3
-            frames[t].key = String(decoding: key, as: UTF8.self)
+            frames[t].key = String(parsedUTF8: key)
         }
     }
 
-    public func string(_ value: JSONBytes) throws { try scalar(.string, value.buffer) }
-    public func number(_ value: JSONNumberText) throws { try scalar(.number, value.bytes.buffer) }
-    public func bool(_ value: Bool) throws {
+    func string(_ value: JSONBytes) throws { try scalar(.string, value.buffer) }
+    func number(_ value: JSONNumberText) throws { try scalar(.number, value.bytes.buffer) }
+    func bool(_ value: Bool) throws {
         try scalar(value ? .true : .false, UnsafeRawBufferPointer(start: nil, count: 0))
     }
-    public func null() throws { try scalar(.null, UnsafeRawBufferPointer(start: nil, count: 0)) }
+    func null() throws { try scalar(.null, UnsafeRawBufferPointer(start: nil, count: 0)) }
 
     private func scalar(_ kind: FieldToken.Kind, _ bytes: UnsafeRawBufferPointer) throws {
         guard let t = frames.lastIndex else { return }
@@ -486,7 +486,7 @@ public final class Ingestor: JSONEventHandler {
         }
         // The parser hands over well-formed UTF-8 only (repaired first when asked to), so the
         // string's bytes are these bytes and the hash is the string's.
-        let value = String(decoding: bytes, as: UTF8.self)
+        let value = String(parsedUTF8: bytes)
         if k == 0 {
             frames[t].firstIDValue = value
         } else {
@@ -1005,7 +1005,7 @@ struct KeyBuffer {
         base = .allocate(byteCount: capacity, alignment: 1)
     }
 
-    var string: String { String(decoding: UnsafeRawBufferPointer(start: base, count: count), as: UTF8.self) }
+    var string: String { String(parsedUTF8: UnsafeRawBufferPointer(start: base, count: count)) }
 
     func equals(_ text: StaticString) -> Bool {
         JSONBytes(unsafeBuffer: UnsafeRawBufferPointer(start: base, count: count)).equals(text)

@@ -29,6 +29,15 @@ public struct JSONBytes {
     /// A copy of the bytes.
     @inlinable public var array: [UInt8] { Array(buffer) }
 
+    /// A copy as a `String` that skips `String(decoding:as:)`'s second check of the UTF-8, which
+    /// is most of the cost of making a string that is not ASCII.
+    ///
+    /// Only for bytes a ``JSONStreamParser`` delivered, or copies of them: it hands its handler
+    /// well-formed UTF-8 only (checked by its scanner, or repaired when the options ask for it),
+    /// and its fuzzer traps on any string or key that is not. Debug builds check again here.
+    @inlinable
+    package var parsedString: String { String(parsedUTF8: buffer) }
+
     /// Whether the bytes equal the UTF-8 of `other`.
     @inlinable
     public func equals(_ other: StaticString) -> Bool {
@@ -84,4 +93,17 @@ func memoryEquals(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ count: Int) ->
         i &+= 1
     }
     return true
+}
+
+extension String {
+    /// A string of UTF-8 that a ``JSONStreamParser`` delivered: see ``JSONBytes/parsedString``.
+    @inlinable
+    package init(parsedUTF8 bytes: UnsafeRawBufferPointer) {
+        assert(String(validating: bytes, as: UTF8.self) != nil, "the parser delivered ill-formed UTF-8")
+        if #available(macOS 26, iOS 26, watchOS 26, tvOS 26, visionOS 26, *) {
+            self = String(copying: UTF8Span(unchecked: Span(_unsafeBytes: bytes)))
+        } else {
+            self = String(decoding: bytes, as: UTF8.self)
+        }
+    }
 }
