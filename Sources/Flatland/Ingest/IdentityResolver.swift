@@ -199,3 +199,38 @@ public struct RuleResolver: IdentityResolver {
             isNested: candidate.isNested, endpoint: candidate.endpoint)
     }
 }
+
+/// ``RuleResolver/mayIdentify(parentKey:isNested:endpoint:)`` worked out once for an ingest's
+/// endpoint. The ingestor asks it for every object it opens; going through the rules each time
+/// copied them (and retained their sets) for a few comparisons of short strings.
+struct ParentKeyFilter {
+    /// Whether some rule allows any parent key, for objects that are not nested and are.
+    private let anyKey: (top: Bool, nested: Bool)
+    /// Otherwise, the parent keys that some rule allows.
+    private let keys: (top: ContiguousArray<String>, nested: ContiguousArray<String>)
+
+    init(_ resolver: RuleResolver, endpoint: String?) {
+        func allowed(isNested: Bool) -> (any: Bool, keys: ContiguousArray<String>) {
+            var keys: ContiguousArray<String> = []
+            for rule in resolver.rules {
+                if let nested = rule.nested, nested != isNested { continue }
+                if let prefix = rule.endpointPrefix, !(endpoint ?? "").hasPrefix(prefix) { continue }
+                guard let parentKeys = rule.parentKeys else { return (true, []) }
+                for key in parentKeys.sorted() where !keys.contains(key) { keys.append(key) }
+            }
+            return (false, keys)
+        }
+        let top = allowed(isNested: false)
+        let nested = allowed(isNested: true)
+        anyKey = (top.any, nested.any)
+        keys = (top.keys, nested.keys)
+    }
+
+    /// The same answer as the resolver's `mayIdentify` for this endpoint.
+    @inline(__always)
+    func mayIdentify(parentKey: String?, isNested: Bool) -> Bool {
+        if isNested ? anyKey.nested : anyKey.top { return true }
+        let key = parentKey ?? ""
+        return (isNested ? keys.nested : keys.top).contains(key)
+    }
+}

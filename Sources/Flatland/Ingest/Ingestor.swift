@@ -159,6 +159,8 @@ public final class Ingestor {
     private let knownTypes: [EntityType]
     /// The resolver, when it is the built-in rule resolver (matched without a candidate).
     private let rules: RuleResolver?
+    /// That resolver's answer to whether an object may be an entity, for this endpoint.
+    private let parentKeyFilter: ParentKeyFilter?
     /// The one token of a scalar handed to a field decoder.
     private let scalarToken = UnsafeMutablePointer<TapeToken>.allocate(capacity: 1)
     /// The type of the last id matched, unretained (the registry keeps every type alive).
@@ -171,7 +173,8 @@ public final class Ingestor {
     init(store: Store, endpoint: String?, taskID: String?, options: IngestOptions) {
         self.store = store
         self.options = options
-        self.endpoint = endpoint.map { Endpoint.nonFielded($0, ignoring: options.ignoredParameters) }
+        let endpoint = endpoint.map { Endpoint.nonFielded($0, ignoring: options.ignoredParameters) }
+        self.endpoint = endpoint
         self.taskID = taskID
         registry = store.registry
         rules = options.resolver as? RuleResolver
@@ -182,6 +185,7 @@ public final class Ingestor {
         idKey = options.resolver.idKey.map { Array($0.utf8) }
         prefixedIDs = options.resolver is PrefixedIDResolver
         mayIdentifyAll = prefixedIDs
+        parentKeyFilter = rules.map { ParentKeyFilter($0, endpoint: endpoint) }
         versionKey = options.versionKey.map { Array($0.utf8) }
         idKeyIsVersionKey = versionKey == idKey
         looksForVersionKeys = options.versionKey != nil || types.values.contains { $0.dataVersionKeyBytes != nil }
@@ -364,7 +368,7 @@ public final class Ingestor {
                 if tape.byteCount > options.maxPendingObjectBytes { forceContainers() }
             }
             // Made text only if a child or a path needs it: most keys are followed by a scalar.
-            frames[t].key = nil
+            if frames[t].key != nil { frames[t].key = nil }
             frames[t].keyPending = true
             pendingKey.set(key.buffer)
             if frames[t].undecided {
@@ -387,16 +391,17 @@ public final class Ingestor {
     private func entityKey(_ t: Int, _ key: UnsafeRawBufferPointer) {
         // The usual key: the next declared field of a typed entity, where no version key is
         // looked for and the key is not the id's.
+        var hint = frames[t].lastField &+ 1
         if !looksForVersionKeys, let type = frames[t].type {
-            let next = frames[t].lastField &+ 1
             // (A type may declare a field under the id's key: the id wins, below.)
-            if type._withUnsafeGuaranteedRef({ $0.isField(next, named: key) }),
+            if type._withUnsafeGuaranteedRef({ $0.isField(hint, named: key) }),
                 key.count != idKeyLength || !isIDKey(key)
             {
-                frames[t].field = next
-                frames[t].lastField = next
+                frames[t].field = hint
+                frames[t].lastField = hint
                 return
             }
+            hint = .max  // tried: the table is next
         }
         // The type's own version key wins over the one in the options. (`type` is the draft's
         // type, unretained.)
@@ -412,13 +417,12 @@ public final class Ingestor {
         if key.count == idKeyLength, isIDKey(key) {
             frames[t].field = -2
         } else if let type = frames[t].type {
-            let hint = frames[t].lastField &+ 1
             if let i = type._withUnsafeGuaranteedRef({ $0.fieldIndex(JSONBytes(unsafeBuffer: key), hint: hint) }) {
                 frames[t].field = i
                 frames[t].lastField = i
             } else {
                 frames[t].field = -1
-                frames[t].key = nil
+                if frames[t].key != nil { frames[t].key = nil }
                 unknownKey.set(key)
             }
         } else {
@@ -506,7 +510,9 @@ public final class Ingestor {
 
     private func pushObject(role: Role, nested: Bool, inEntity: Bool, records: Bool, parentKey: String?) {
         let undecided =
-            mayIdentifyAll || options.resolver.mayIdentify(parentKey: parentKey, isNested: nested, endpoint: endpoint)
+            mayIdentifyAll
+            || (parentKeyFilter?.mayIdentify(parentKey: parentKey, isNested: nested)
+                ?? options.resolver.mayIdentify(parentKey: parentKey, isNested: nested, endpoint: endpoint))
         let t = frames.pushSlot()
         frames[t].reset(
             kind: .object, role: role, nested: nested, inEntity: inEntity, records: records || undecided,
