@@ -19,8 +19,9 @@ struct ParentKeyFilterTests {
         ],
     ]
 
-    /// The filter is worked out once per ingest; it must answer as the rules do, for every
-    /// parent key, nesting and endpoint.
+    /// The filter is worked out once per ingest; it must name the rule the resolver's own
+    /// conditions let through first, for every parent key, nesting and endpoint, and so answer
+    /// `mayIdentify` as the resolver does.
     @Test(arguments: ruleSets)
     func answersAsTheRulesDo(rules: [RuleResolver.Rule]) {
         let resolver = RuleResolver(rules)
@@ -28,10 +29,16 @@ struct ParentKeyFilterTests {
             let filter = ParentKeyFilter(resolver, endpoint: endpoint)
             for parentKey in [nil, "", "user", "owner", "repo", "org", "users", "x"] as [String?] {
                 for isNested in [false, true] {
+                    let first = rules.firstIndex {
+                        $0.allows(parentKey: parentKey, isNested: isNested, endpoint: endpoint)
+                    }
+                    let found = filter.firstRule(parentKey: parentKey, isNested: isNested)
+                    let position = "endpoint \(endpoint ?? "nil"), parent key \(parentKey ?? "nil"), nested \(isNested)"
+                    #expect(found == first ?? -1, "\(position)")
                     #expect(
-                        filter.mayIdentify(parentKey: parentKey, isNested: isNested)
+                        (found >= 0)
                             == resolver.mayIdentify(parentKey: parentKey, isNested: isNested, endpoint: endpoint),
-                        "endpoint \(endpoint ?? "nil"), parent key \(parentKey ?? "nil"), nested \(isNested)")
+                        "\(position)")
                 }
             }
         }

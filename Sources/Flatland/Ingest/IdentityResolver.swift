@@ -201,36 +201,39 @@ public struct RuleResolver: IdentityResolver {
 }
 
 /// ``RuleResolver/mayIdentify(parentKey:isNested:endpoint:)`` worked out once for an ingest's
-/// endpoint. The ingestor asks it for every object it opens; going through the rules each time
-/// copied them (and retained their sets) for a few comparisons of short strings.
+/// endpoint, and which rule an object's position lets through first. The ingestor asks it for
+/// every object it opens; going through the rules each time copied them (and retained their
+/// sets) for a few comparisons of short strings.
 struct ParentKeyFilter {
-    /// Whether some rule allows any parent key, for objects that are not nested and are.
-    private let anyKey: (top: Bool, nested: Bool)
-    /// Otherwise, the parent keys that some rule allows.
-    private let keys: (top: ContiguousArray<String>, nested: ContiguousArray<String>)
+    /// The rules that an object's nesting and the endpoint allow, in order: each one's index
+    /// and the parent keys it requires (nil: any).
+    private let top: ContiguousArray<(rule: Int, parentKeys: ContiguousArray<String>?)>
+    private let nested: ContiguousArray<(rule: Int, parentKeys: ContiguousArray<String>?)>
 
     init(_ resolver: RuleResolver, endpoint: String?) {
-        func allowed(isNested: Bool) -> (any: Bool, keys: ContiguousArray<String>) {
-            var keys: ContiguousArray<String> = []
-            for rule in resolver.rules {
+        func allowed(isNested: Bool) -> ContiguousArray<(rule: Int, parentKeys: ContiguousArray<String>?)> {
+            var allowed: ContiguousArray<(rule: Int, parentKeys: ContiguousArray<String>?)> = []
+            for (i, rule) in resolver.rules.enumerated() {
                 if let nested = rule.nested, nested != isNested { continue }
                 if let prefix = rule.endpointPrefix, !(endpoint ?? "").hasPrefix(prefix) { continue }
-                guard let parentKeys = rule.parentKeys else { return (true, []) }
-                for key in parentKeys.sorted() where !keys.contains(key) { keys.append(key) }
+                allowed.append((i, rule.parentKeys.map { ContiguousArray($0.sorted()) }))
+                if rule.parentKeys == nil { break }  // no later rule is ever the first
             }
-            return (false, keys)
+            return allowed
         }
-        let top = allowed(isNested: false)
-        let nested = allowed(isNested: true)
-        anyKey = (top.any, nested.any)
-        keys = (top.keys, nested.keys)
+        top = allowed(isNested: false)
+        nested = allowed(isNested: true)
     }
 
-    /// The same answer as the resolver's `mayIdentify` for this endpoint.
+    /// The index of the first rule whose conditions on position allow an object under
+    /// `parentKey`, or -1: the object may be an entity exactly when there is one.
     @inline(__always)
-    func mayIdentify(parentKey: String?, isNested: Bool) -> Bool {
-        if isNested ? anyKey.nested : anyKey.top { return true }
+    func firstRule(parentKey: String?, isNested: Bool) -> Int {
         let key = parentKey ?? ""
-        return (isNested ? keys.nested : keys.top).contains(key)
+        for entry in isNested ? nested : top {
+            guard let keys = entry.parentKeys else { return entry.rule }
+            if keys.contains(key) { return entry.rule }
+        }
+        return -1
     }
 }

@@ -57,6 +57,9 @@ public final class Ingestor {
         var identityKey = -1
         var firstIDValue: String?
         var otherIDValues: [String?] = []
+        /// Undecided objects: the first rule of the ingest's ``RuleResolver`` that the object's
+        /// position allows (-1 none, or not a rule resolver).
+        var firstRule = -1
         /// Undecided objects: entities that end up top-level if this object is a container.
         var provisionalItems: [RecordKey] = []
         var provisionalSlice: PendingBatch.Slice?
@@ -105,6 +108,7 @@ public final class Ingestor {
             index = 0
             mark = EventTape.Mark(tokens: 0, bytes: 0)
             identityKey = -1
+            firstRule = -1
             if firstIDValue != nil { firstIDValue = nil }
             if !otherIDValues.isEmpty { otherIDValues = [] }
             if !provisionalItems.isEmpty { provisionalItems = [] }
@@ -161,6 +165,20 @@ public final class Ingestor {
     private let rules: RuleResolver?
     /// That resolver's answer to whether an object may be an entity, for this endpoint.
     private let parentKeyFilter: ParentKeyFilter?
+    /// Per rule of that resolver: when the rule has no type key and its prefix a registered
+    /// type, an object it lets through first is that type's entity as soon as its id arrives.
+    private let directRules: [DirectRule?]
+    /// Where such an id is put together, `<prefix>-<value>`.
+    @exclusivity(unchecked) private var idScratch = KeyBuffer()
+
+    struct DirectRule {
+        /// `<prefix>-`.
+        let prefix: [UInt8]
+        /// The rule's id key, as an index into the identity keys.
+        let idKey: Int
+        /// The prefix's type, unretained (the registry keeps every type alive).
+        let type: Unmanaged<EntityType>
+    }
     /// The one token of a scalar handed to a field decoder.
     private let scalarToken = UnsafeMutablePointer<TapeToken>.allocate(capacity: 1)
     /// The type of the last id matched, unretained (the registry keeps every type alive).
@@ -186,6 +204,16 @@ public final class Ingestor {
         prefixedIDs = options.resolver is PrefixedIDResolver
         mayIdentifyAll = prefixedIDs
         parentKeyFilter = rules.map { ParentKeyFilter($0, endpoint: endpoint) }
+        directRules =
+            rules.map { rules in
+                zip(rules.rules, rules.keyIndexes).map { rule, keys in
+                    guard rule.typeKey == nil, let type = store.registry.type(forPrefix: rule.prefix) else {
+                        return nil
+                    }
+                    return DirectRule(
+                        prefix: Array("\(rule.prefix)-".utf8), idKey: keys.id, type: .passUnretained(type))
+                }
+            } ?? []
         versionKey = options.versionKey.map { Array($0.utf8) }
         idKeyIsVersionKey = versionKey == idKey
         looksForVersionKeys = options.versionKey != nil || types.values.contains { $0.dataVersionKeyBytes != nil }
@@ -200,6 +228,7 @@ public final class Ingestor {
         scalarToken.deallocate()
         unknownKey.deallocate()
         pendingKey.deallocate()
+        idScratch.deallocate()
     }
 
     /// Bytes read so far.
@@ -482,6 +511,9 @@ public final class Ingestor {
     private func identityValue(_ t: Int, _ k: Int, _ bytes: UnsafeRawBufferPointer) throws {
         // An entity met again (a friend, an author) is found from its id's bytes: no string, no
         // key, no table lookup by them. A new one gets the hash worked out for the lookup.
+        if frames[t].firstRule >= 0, let direct = directRules[frames[t].firstRule], direct.idKey == k {
+            return try directIdentity(t, direct, bytes)
+        }
         var hash: Int?
         if prefixedIDs {
             let lookup = lookUpInBatch(bytes)
@@ -506,18 +538,40 @@ public final class Ingestor {
         if complete { try decide(t, atEnd: false, idHash: hash) }
     }
 
+    /// Object `t` is `direct`'s entity, with the id `<prefix>-<bytes>`: the rules need not be
+    /// asked, since the first one its position allows decides, and this is its id. As with
+    /// prefixed ids, an entity met again is found from the id's bytes, with no string made.
+    private func directIdentity(_ t: Int, _ direct: DirectRule, _ bytes: UnsafeRawBufferPointer) throws {
+        direct.prefix.withUnsafeBytes { idScratch.set($0) }
+        idScratch.append(bytes)
+        let id = idScratch.bytes
+        let hash = idHash(
+            UnsafeBufferPointer(start: id.baseAddress?.assumingMemoryBound(to: UInt8.self), count: id.count))
+        lastType = direct.type
+        if mergeInPlace, direct.type._withUnsafeGuaranteedRef({ $0.dataVersionKey == nil }),
+            let existing = batch.draft(id: id, hash: hash), !existing.isOpen,
+            existing.type === direct.type.takeUnretainedValue()
+        {
+            return try decide(t, atEnd: false, found: existing)
+        }
+        frames[t].firstIDValue = String(parsedUTF8: id)
+        try decide(t, atEnd: false, idHash: hash)
+    }
+
     // MARK: Frames
 
     private func pushObject(role: Role, nested: Bool, inEntity: Bool, records: Bool, parentKey: String?) {
+        let firstRule = parentKeyFilter?.firstRule(parentKey: parentKey, isNested: nested) ?? -1
         let undecided =
-            mayIdentifyAll
-            || (parentKeyFilter?.mayIdentify(parentKey: parentKey, isNested: nested)
-                ?? options.resolver.mayIdentify(parentKey: parentKey, isNested: nested, endpoint: endpoint))
+            mayIdentifyAll || firstRule >= 0
+            || (parentKeyFilter == nil
+                && options.resolver.mayIdentify(parentKey: parentKey, isNested: nested, endpoint: endpoint))
         let t = frames.pushSlot()
         frames[t].reset(
             kind: .object, role: role, nested: nested, inEntity: inEntity, records: records || undecided,
             parentKey: parentKey)
         frames[t].undecided = undecided
+        frames[t].firstRule = firstRule
         frames[t].mark = tape.mark
         if frames[t].records { tape.append(.beginObject) }
         if undecided, tape.byteCount > options.maxPendingObjectBytes { forceContainers() }
@@ -1004,6 +1058,22 @@ struct KeyBuffer {
         if let source = key.baseAddress { base.copyMemory(from: source, byteCount: key.count) }
         count = key.count
     }
+
+    /// Appends `more` after the bytes already set.
+    mutating func append(_ more: UnsafeRawBufferPointer) {
+        if count + more.count > capacity {
+            let old = base
+            capacity = max(count + more.count, capacity * 2)
+            base = .allocate(byteCount: capacity, alignment: 1)
+            base.copyMemory(from: old, byteCount: count)
+            old.deallocate()
+        }
+        if let source = more.baseAddress { (base + count).copyMemory(from: source, byteCount: more.count) }
+        count += more.count
+    }
+
+    /// The bytes set, until the next change.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
     private mutating func grow(to needed: Int) {
         base.deallocate()
