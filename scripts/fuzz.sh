@@ -117,6 +117,11 @@ cat >"$OUT/json.dict" <<'DICT'
 "\xed\xa0\x80"
 "\x0c"
 "\x0b"
+"uuid"
+"serial"
+"kind"
+"Thing"
+"friends"
 DICT
 
 # Generated seeds: invalid UTF-8, nesting past the default depth, long strings and numbers.
@@ -147,6 +152,11 @@ done <<'JSON'
 [{"uuid":"u-1","version":3,"name":"v3"},{"uuid":"u-1","version":2,"name":"v2"}]
 {"uuid":"x-1","any":[1,{"k":null}],"nested":{"uuid":"u-1","name":"in untyped"}}
 JSON
+# Ingest seeds for the rule resolver (option bit 7): ids by position, nesting and type.
+for header in '\x80\x07\x03' '\x84\x2a\x01' '\x89\x11\x3f' '\x82\x05\x08' '\xa0\x63\x02'; do
+    i=$((i + 1))
+    printf "$header%s" '[{"uuid":"u-1","name":"a","user":{"id":"7","name":"b"},"device":{"serial":5,"name":"p","owner":{"name":"c","id":"7"}}},{"id":1,"kind":"BigThing","friends":[{"id":"8"},{"id":"7","age":3}],"other":{"id":2}},{"name":"late","uuid":"u-1","device":{"name":"q","serial":"5"}}]' >"$INGEST_CORPUS/seed-$i"
+done
 
 # run NAME CORPUS: one harness for SECONDS_TO_RUN; returns its status.
 run() {
