@@ -42,13 +42,17 @@ struct RuleResolverPathTests {
             "first rule's id missing",
             [
                 .init(prefix: "gu", idKey: "uid", parentKeys: ["actor"]),
-                .init(prefix: "gr", idKey: "id", parentKeys: ["actor", "repo"]),
+                .init(prefix: "gu", idKey: "id", parentKeys: ["actor", "owner"]),
+                .init(prefix: "gr", idKey: "id", parentKeys: ["repo"]),
+                .init(prefix: "go", idKey: "login", parentKeys: ["org"]),
+                .init(prefix: "zz", idKey: "id", parentKeys: ["thing"]),
                 .init(prefix: "ev", idKey: "id"),
             ]
         ),
     ]
 
-    /// Each is stored whole by both ways, except the last, which fails in both.
+    /// Under each rule set, some are stored whole and some fail (a rule gives an object a type
+    /// whose fields it does not fit); the last has fields of the wrong type under every set.
     static let documents: [String] = [
         // Actors met again (merged into one draft), ids as numbers and strings, the id before
         // and after the other members, an org named by login, an unregistered prefix.
