@@ -151,6 +151,8 @@ done <<'JSON'
 {"a":{"b":{"c":{"uuid":"u-7","friends":[{"uuid":"u-8","device":{"uuid":"d-8"}}]}}}}
 [{"uuid":"u-1","version":3,"name":"v3"},{"uuid":"u-1","version":2,"name":"v2"}]
 {"uuid":"x-1","any":[1,{"k":null}],"nested":{"uuid":"u-1","name":"in untyped"}}
+{"offset":86666666666,"total":5,"data":[{"uuid":"u-1"},7]}
+{"page":{"offset":9223372036854775807,"count":2,"data":[{"uuid":"u-1"},{"uuid":"u-2"}]}}
 JSON
 # Ingest seeds for the rule resolver (option bit 7): ids by position, nesting and type.
 for header in '\x80\x07\x03' '\x84\x2a\x01' '\x89\x11\x3f' '\x82\x05\x08' '\xa0\x63\x02'; do

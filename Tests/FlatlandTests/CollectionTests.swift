@@ -114,6 +114,50 @@ struct CollectionTests {
         #expect(store.collection(displayIdentifier: "/x")?.items == ["x-1", "x-9", "x-3"])
     }
 
+    /// The collection keeps a slot for every position before its last: an absurd offset is an
+    /// error, not an allocation of that many slots (or an overflow of `offset + index`).
+    @Test(arguments: StoreBackend.allCases) func aSliceBeyondTheCollectionLimitFailsAndChangesNothing(
+        backend: StoreBackend
+    ) throws {
+        let store = try backend.store()
+        var options = IngestOptions()
+        options.maxCollectionLength = 10
+        try store.ingest(
+            bytes(#"{"offset":8,"total":10,"data":[{"uuid":"x-8"},{"uuid":"x-9"}]}"#), endpoint: "/x", options: options)
+        #expect(store.collection(displayIdentifier: "/x")?.items == Array(repeating: nil, count: 8) + ["x-8", "x-9"])
+        let ids = store.allIDs()
+        let collections = store.collections
+
+        let error = #expect(throws: IngestError.self) {
+            try store.ingest(
+                bytes(#"{"offset":9,"data":[{"uuid":"x-10"},{"uuid":"x-11"}]}"#), endpoint: "/x", options: options)
+        }
+        #expect(error?.code == .limit)
+        #expect(error?.path == "$")
+        #expect(error?.location?.offset == 53)  // where the slice ends: only then is it a slice
+        #expect(
+            error?.message
+                == "a slice of 2 items at offset 9 goes past the 10 positions an endpoint's collection may have")
+        #expect(store.allIDs() == ids)
+        #expect(store.collections == collections)
+
+        // The default limit; offsets that would overflow `offset + index`; a slice inside an
+        // envelope names its path.
+        for offset in ["86666666666", "9223372036854775807", "1048575"] {
+            let error = #expect(throws: IngestError.self) {
+                try store.ingest(
+                    bytes(#"{"page":{"offset":\#(offset),"data":[{"uuid":"x-1"},{"uuid":"x-2"}]}}"#), endpoint: "/y")
+            }
+            #expect(error?.code == .limit, "offset \(offset)")
+            #expect(error?.path == "$.page", "offset \(offset)")
+        }
+        #expect(store.collection(displayIdentifier: "/y") == nil)
+        #expect(store.allIDs() == ids)
+        // An object with such an offset but no `data` array is not a slice: nothing to place.
+        try store.ingest(bytes(#"{"offset":9223372036854775807,"items":[{"uuid":"x-1"}]}"#), endpoint: "/z")
+        #expect(store.contains("x-1"))
+    }
+
     @Test(arguments: StoreBackend.allCases) func aNonSliceResponseReplacesTheEndpointCollection(backend: StoreBackend)
         throws
     {

@@ -36,6 +36,11 @@ public struct IngestOptions: Sendable {
     /// How many bytes of an object may be buffered while its identity is not known yet; past
     /// that it is read as a plain container. Bounds memory on objects that are not entities.
     public var maxPendingObjectBytes: Int
+    /// How many positions an endpoint's collection may have: a slice whose `offset` plus its
+    /// number of items goes past this fails the ingest with ``IngestError/Code-swift.struct/limit``.
+    /// The collection keeps a slot for every position before its last one, so an offset a
+    /// server got wrong (or a hostile one) must not decide how much memory it takes.
+    public var maxCollectionLength: Int
 
     /// Options; every argument has a default.
     public init(
@@ -45,7 +50,8 @@ public struct IngestOptions: Sendable {
         versionKey: String? = nil,
         ignoredParameters: Set<String> = Endpoint.defaultIgnoredParameters,
         parser: JSONParserOptions = .strict,
-        maxPendingObjectBytes: Int = 1 << 20
+        maxPendingObjectBytes: Int = 1 << 20,
+        maxCollectionLength: Int = 1 << 20
     ) {
         self.resolver = resolver
         self.unknownPrefix = unknownPrefix
@@ -54,6 +60,7 @@ public struct IngestOptions: Sendable {
         self.ignoredParameters = ignoredParameters
         self.parser = parser
         self.maxPendingObjectBytes = maxPendingObjectBytes
+        self.maxCollectionLength = maxCollectionLength
     }
 }
 
@@ -68,6 +75,9 @@ public struct IngestError: Error, CustomStringConvertible {
         public static let decoding = Code(name: "decoding")
         /// An entity's prefix has no type and the policy is ``IngestOptions/UnknownPrefixPolicy/fail``.
         public static let unknownPrefix = Code(name: "unknownPrefix")
+        /// The response goes past one of the limits in ``IngestOptions``: a slice beyond
+        /// ``IngestOptions/maxCollectionLength``.
+        public static let limit = Code(name: "limit")
         /// The ingest was cancelled.
         public static let cancelled = Code(name: "cancelled")
         /// The ingestor was used after it finished.

@@ -382,8 +382,15 @@ public final class Ingestor {
             frames.popped.offset != nil || frames.popped.count != nil || frames.popped.total != nil,
             let items = frames.popped.sliceItems.take()
         {
-            offerSlice(
-                PendingBatch.Slice(offset: frames.popped.offset ?? 0, total: frames.popped.total, items: items))
+            let offset = frames.popped.offset ?? 0
+            if offset > options.maxCollectionLength - items.count {
+                throw IngestError(
+                    code: .limit,
+                    message:
+                        "a slice of \(items.count) items at offset \(offset) goes past the \(options.maxCollectionLength) positions an endpoint's collection may have",
+                    path: path(through: frames.count - 1))
+            }
+            offerSlice(PendingBatch.Slice(offset: offset, total: frames.popped.total, items: items))
         }
         try childEnded(role: frames.popped.role, mark: frames.popped.mark, id: nil)
     }
