@@ -1,23 +1,13 @@
-import Flatland
+@_spi(Testing) import Flatland
 import FlatlandJSON
 import Testing
 
 /// The ingestor has a fast way with a ``RuleResolver``: the first rule an object's position
 /// allows is known when the object opens, so a rule without a type key decides as soon as its
-/// id arrives. Any other resolver goes through candidates. The two must store the same.
+/// id arrives. The general way asks the rules when the object's identity keys are all in (or
+/// it ends). The two must store the same.
 @Suite("Rule resolver: the fast way and the general way agree")
 struct RuleResolverPathTests {
-    /// The same rules behind a resolver the ingestor does not know, so it takes the general way.
-    struct Opaque: IdentityResolver {
-        let rules: RuleResolver
-        var identityKeys: [String] { rules.identityKeys }
-        var idKey: String? { rules.idKey }
-        func resolve(_ candidate: IdentityCandidate) -> ResolvedIdentity? { rules.resolve(candidate) }
-        func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
-            rules.mayIdentify(parentKey: parentKey, isNested: isNested, endpoint: endpoint)
-        }
-    }
-
     static let ruleSets: [(name: String, rules: [RuleResolver.Rule])] = [
         (
             "GitHub",
@@ -96,11 +86,12 @@ struct RuleResolverPathTests {
     }
 
     static func ingest(
-        _ text: String, resolver: any IdentityResolver, unknown: IngestOptions.UnknownPrefixPolicy,
+        _ text: String, rules: RuleResolver, fast: Bool, unknown: IngestOptions.UnknownPrefixPolicy,
         badEntity: IngestOptions.BadEntityPolicy
     ) throws -> Outcome {
         let store = Store(registry: try EntityRegistry([GHEvent.self, GHUser.self, GHRepo.self, GHOrg.self]))
-        var options = IngestOptions(resolver: resolver)
+        var options = IngestOptions(resolver: rules)
+        options.allowsRuleFastPath = fast
         options.unknownPrefix = unknown
         options.badEntity = badEntity
         var outcome = Outcome()
@@ -129,9 +120,9 @@ struct RuleResolverPathTests {
         let rules = RuleResolver(Self.ruleSets[ruleSet].rules)
         for badEntity in [IngestOptions.BadEntityPolicy.failResponse, .skipAndReport] {
             for (d, document) in Self.documents.enumerated() {
-                let fast = try Self.ingest(document, resolver: rules, unknown: unknown, badEntity: badEntity)
+                let fast = try Self.ingest(document, rules: rules, fast: true, unknown: unknown, badEntity: badEntity)
                 let general = try Self.ingest(
-                    document, resolver: Opaque(rules: rules), unknown: unknown, badEntity: badEntity)
+                    document, rules: rules, fast: false, unknown: unknown, badEntity: badEntity)
                 let label = "\(Self.ruleSets[ruleSet].name), document \(d), \(badEntity)"
                 if let error = fast.error, let other = general.error {
                     #expect(error.code == other.code, "\(label)")

@@ -41,6 +41,10 @@ public struct IngestOptions: Sendable {
     /// The collection keeps a slot for every position before its last one, so an offset a
     /// server got wrong (or a hostile one) must not decide how much memory it takes.
     public var maxCollectionLength: Int
+    /// Whether the ingestor takes its fast way with a ``RuleResolver``: the first rule an
+    /// object's position allows is worked out when the object opens, and one without a type key
+    /// decides at its id. Tests and the fuzzer turn it off to compare with the general way.
+    @_spi(Testing) public var allowsRuleFastPath = true
 
     /// Options; every argument has a default.
     public init(

@@ -203,9 +203,10 @@ public final class Ingestor {
         idKey = options.resolver.idKey.map { Array($0.utf8) }
         prefixedIDs = options.resolver is PrefixedIDResolver
         mayIdentifyAll = prefixedIDs
-        parentKeyFilter = rules.map { ParentKeyFilter($0, endpoint: endpoint) }
+        let ruleFastPath = options.allowsRuleFastPath ? rules : nil
+        parentKeyFilter = ruleFastPath.map { ParentKeyFilter($0, endpoint: endpoint) }
         directRules =
-            rules.map { rules in
+            ruleFastPath.map { rules in
                 zip(rules.rules, rules.keyIndexes).map { rule, keys in
                     guard rule.typeKey == nil, let type = store.registry.type(forPrefix: rule.prefix) else {
                         return nil
