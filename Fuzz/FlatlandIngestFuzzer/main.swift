@@ -161,10 +161,11 @@ public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     let chunks = fuzzChunkSizes(total: text.count, seed: data[1], maxSize: data[2])
     let populatedBefore = fuzzDump(fuzzPopulatedStore())
 
-    if data[0] & 128 != 0 {
+    if data[0] & 128 != 0, data[0] & 16 == 0 {
         // The fast way decides at the id; the general one, waiting for every identity key, at
-        // the object's end. Where an object outgrows a small pending budget first, the general
-        // way reads it as a container, so the budget is left out of this comparison.
+        // the object's end. Where an object outgrows a small pending budget in between, the
+        // general way reads it as a container (and may then not meet a bad field the fast way
+        // decodes), so the small budget is left out of this comparison.
         var general = options
         general.allowsRuleFastPath = false
         let fast = fuzzIngest(text, into: Store(registry: fuzzRegistry), options: options, chunks: nil)
@@ -174,7 +175,7 @@ public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
                 "the rule resolver's two ways disagree: \(String(describing: fast.error)) vs \(String(describing: slow.error))"
             )
         }
-        if data[0] & 16 == 0, fast.dump != slow.dump {
+        if fast.dump != slow.dump {
             fatalError("the rule resolver's two ways stored different things:\n\(fast.dump)\n\(slow.dump)")
         }
     }

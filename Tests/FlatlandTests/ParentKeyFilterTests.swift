@@ -43,4 +43,30 @@ struct ParentKeyFilterTests {
             }
         }
     }
+
+    /// The rules' conditions themselves, written out: nesting, endpoint and parent keys.
+    @Test func namesTheFirstRuleItsPositionAllows() {
+        let resolver = RuleResolver([
+            .init(prefix: "a", idKey: "id", parentKeys: ["user"], nested: true),
+            .init(prefix: "b", idKey: "id", parentKeys: ["repo"], nested: false),
+            .init(prefix: "c", idKey: "id", endpointPrefix: "/users"),
+            .init(prefix: "d", idKey: "id", parentKeys: ["org"]),
+        ])
+        let cases: [(endpoint: String?, parentKey: String?, isNested: Bool, rule: Int)] = [
+            ("/users/1", "user", true, 0),
+            ("/users/1", "user", false, 2),
+            ("/users", nil, false, 2),
+            ("/repos", "user", false, -1),
+            ("/repos", "repo", false, 1),
+            ("/repos", "repo", true, -1),
+            ("/repos", "org", true, 3),
+            (nil, nil, false, -1),
+        ]
+        for c in cases {
+            let filter = ParentKeyFilter(resolver, endpoint: c.endpoint)
+            #expect(
+                filter.firstRule(parentKey: c.parentKey, isNested: c.isNested) == c.rule,
+                "endpoint \(c.endpoint ?? "nil"), parent key \(c.parentKey ?? "nil"), nested \(c.isNested)")
+        }
+    }
 }

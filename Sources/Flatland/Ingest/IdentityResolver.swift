@@ -114,32 +114,17 @@ public struct RuleResolver: IdentityResolver {
             self.nested = nested
         }
 
-        /// Whether the rule's conditions on an object's position allow it.
-        func allows(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
-            withUnsafePointer(to: self) {
-                Rule.allows($0, parentKey: parentKey, isNested: isNested, endpoint: endpoint)
-            }
+        /// Whether the rule's conditions on nesting and the endpoint allow an object: the ones
+        /// that are the same for every object at one nesting in one ingest.
+        func allows(isNested: Bool, endpoint: String?) -> Bool {
+            if let nested, nested != isNested { return false }
+            if let endpointPrefix, !(endpoint ?? "").hasPrefix(endpointPrefix) { return false }
+            return true
         }
 
-        /// ``allows(parentKey:isNested:endpoint:)`` for the rule at `rule`, read in place.
-        static func allows(_ rule: UnsafePointer<Rule>, parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
-            if let nested = rule.pointee.nested, nested != isNested { return false }
-            if rule.pointee.parentKeys != nil {
-                let key = parentKey ?? ""
-                // Asked for every object: a rule names a key or two, and comparing a few short
-                // strings is cheaper than hashing one.
-                let found =
-                    rule.pointee.parentKeys.unsafelyUnwrapped.count <= 4
-                    ? rule.pointee.parentKeys.unsafelyUnwrapped.contains(where: { $0 == key })
-                    : rule.pointee.parentKeys.unsafelyUnwrapped.contains(key)
-                if !found { return false }
-            }
-            if rule.pointee.endpointPrefix != nil,
-                !(endpoint ?? "").hasPrefix(rule.pointee.endpointPrefix.unsafelyUnwrapped)
-            {
-                return false
-            }
-            return true
+        /// Whether the rule's conditions on an object's position allow it.
+        func allows(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
+            allows(isNested: isNested, endpoint: endpoint) && parentKeys?.contains(parentKey ?? "") != false
         }
     }
 
@@ -180,17 +165,9 @@ public struct RuleResolver: IdentityResolver {
         return nil
     }
 
+    /// (The ingestor asks a ``ParentKeyFilter`` made from the rules instead, once per object.)
     public func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
-        // Asked for every object: the rules are read in place (calling a method on each copies
-        // the whole rule, retaining every string and set in it).
-        rules.withUnsafeBufferPointer { rules in
-            guard var rule = rules.baseAddress else { return false }
-            for _ in 0..<rules.count {
-                if Rule.allows(rule, parentKey: parentKey, isNested: isNested, endpoint: endpoint) { return true }
-                rule += 1
-            }
-            return false
-        }
+        rules.contains { $0.allows(parentKey: parentKey, isNested: isNested, endpoint: endpoint) }
     }
 
     public func resolve(_ candidate: IdentityCandidate) -> ResolvedIdentity? {
@@ -213,9 +190,7 @@ struct ParentKeyFilter {
     init(_ resolver: RuleResolver, endpoint: String?) {
         func allowed(isNested: Bool) -> ContiguousArray<(rule: Int, parentKeys: ContiguousArray<String>?)> {
             var allowed: ContiguousArray<(rule: Int, parentKeys: ContiguousArray<String>?)> = []
-            for (i, rule) in resolver.rules.enumerated() {
-                if let nested = rule.nested, nested != isNested { continue }
-                if let prefix = rule.endpointPrefix, !(endpoint ?? "").hasPrefix(prefix) { continue }
+            for (i, rule) in resolver.rules.enumerated() where rule.allows(isNested: isNested, endpoint: endpoint) {
                 allowed.append((i, rule.parentKeys.map { ContiguousArray($0.sorted()) }))
                 if rule.parentKeys == nil { break }  // no later rule is ever the first
             }

@@ -553,17 +553,10 @@ public final class Ingestor {
         direct.prefix.withUnsafeBytes { idScratch.set($0) }
         idScratch.append(bytes)
         let id = idScratch.bytes
-        let hash = idHash(
-            UnsafeBufferPointer(start: id.baseAddress?.assumingMemoryBound(to: UInt8.self), count: id.count))
-        lastType = direct.type
-        if mergeInPlace, direct.type._withUnsafeGuaranteedRef({ $0.dataVersionKey == nil }),
-            let existing = batch.draft(id: id, hash: hash), !existing.isOpen,
-            existing.type === direct.type.takeUnretainedValue()
-        {
-            return try decide(t, atEnd: false, found: existing)
-        }
+        let found = reusableDraft(id: id, type: direct.type)
+        if let draft = found.draft { return try decide(t, atEnd: false, found: draft) }
         frames[t].firstIDValue = String(parsedUTF8: id)
-        try decide(t, atEnd: false, idHash: hash)
+        try decide(t, atEnd: false, idHash: found.hash)
     }
 
     // MARK: Frames
@@ -622,12 +615,23 @@ public final class Ingestor {
     /// batch's draft for it when that may be decoded into again as it is (the conditions
     /// ``decide(_:atEnd:found:idHash:)`` would check). Both nil for an id of no known type.
     private func lookUpInBatch(_ bytes: UnsafeRawBufferPointer) -> (draft: EntityBox?, hash: Int?) {
-        guard let known = knownType(ofID: bytes), let base = bytes.baseAddress else { return (nil, nil) }
-        lastType = known
-        let hash = idHash(UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: bytes.count))
-        guard mergeInPlace, known._withUnsafeGuaranteedRef({ $0.dataVersionKey == nil }),
+        guard let known = knownType(ofID: bytes) else { return (nil, nil) }
+        let found = reusableDraft(id: bytes, type: known)
+        return (found.draft, found.hash)
+    }
+
+    /// For the id `bytes` of an entity of `type` (left in `lastType`): its ``RecordKey`` hash,
+    /// and the batch's draft for it when that may be decoded into again as it is (the
+    /// conditions ``decide(_:atEnd:found:idHash:)`` would check).
+    private func reusableDraft(id bytes: UnsafeRawBufferPointer, type: Unmanaged<EntityType>) -> (
+        draft: EntityBox?, hash: Int
+    ) {
+        lastType = type
+        let hash = idHash(
+            UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count))
+        guard mergeInPlace, type._withUnsafeGuaranteedRef({ $0.dataVersionKey == nil }),
             let existing = batch.draft(id: bytes, hash: hash), !existing.isOpen,
-            existing.type === known.takeUnretainedValue()
+            existing.type === type.takeUnretainedValue()
         else { return (nil, hash) }
         return (existing, hash)
     }
@@ -1062,20 +1066,14 @@ struct KeyBuffer {
 
     @inline(__always)
     mutating func set(_ key: UnsafeRawBufferPointer) {
-        if key.count > capacity { grow(to: key.count) }
+        if key.count > capacity { grow(to: key.count, keeping: 0) }
         if let source = key.baseAddress { base.copyMemory(from: source, byteCount: key.count) }
         count = key.count
     }
 
     /// Appends `more` after the bytes already set.
     mutating func append(_ more: UnsafeRawBufferPointer) {
-        if count + more.count > capacity {
-            let old = base
-            capacity = max(count + more.count, capacity * 2)
-            base = .allocate(byteCount: capacity, alignment: 1)
-            base.copyMemory(from: old, byteCount: count)
-            old.deallocate()
-        }
+        if count + more.count > capacity { grow(to: count + more.count, keeping: count) }
         if let source = more.baseAddress { (base + count).copyMemory(from: source, byteCount: more.count) }
         count += more.count
     }
@@ -1083,10 +1081,13 @@ struct KeyBuffer {
     /// The bytes set, until the next change.
     var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
-    private mutating func grow(to needed: Int) {
-        base.deallocate()
+    /// Room for `needed` bytes, with the first `kept` of the old ones copied over.
+    private mutating func grow(to needed: Int, keeping kept: Int) {
+        let old = base
         capacity = max(needed, capacity * 2)
         base = .allocate(byteCount: capacity, alignment: 1)
+        base.copyMemory(from: old, byteCount: kept)
+        old.deallocate()
     }
 
     var string: String { String(parsedUTF8: UnsafeRawBufferPointer(start: base, count: count)) }
