@@ -30,8 +30,13 @@ struct BenchCLITests {
         if flatland_allocation_count_available() != 0 {
             #expect(try value("mallocs_per_entity") >= 1)
             #expect(try value("jsondecoder_mallocs_per_entity") > value("mallocs_per_entity"))
+            // The floor: a box and an id string (34 bytes) at least for every seed entity, and
+            // no more than the ingest allocates.
+            #expect(try value("mallocs_floor_per_entity") >= 2)
+            #expect(try value("mallocs_floor_per_entity") <= value("mallocs_per_entity"))
         } else {
             #expect(seed["mallocs_per_entity"] == .null)
+            #expect(seed["mallocs_floor_per_entity"] == .null)
         }
         // The ratios are the throughputs divided (to the report's three decimals).
         #expect(abs(try value("ingest_vs_jsondecoder") - value("ingest_mbps") / value("jsondecoder_mbps")) < 0.01)

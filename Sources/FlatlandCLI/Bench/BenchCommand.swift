@@ -99,6 +99,8 @@ struct BenchResult {
     var jsonSerialization: Double?
     var mallocsPerEntity: Double?
     var jsonDecoderMallocsPerEntity: Double?
+    /// What the stored entities' own values need (see ``StorageFloor``), per entity.
+    var mallocFloorPerEntity: Double?
     /// Medians of the ingest's steps, in seconds.
     var ingestPhases: IngestPhases?
 
@@ -153,6 +155,15 @@ enum Bench {
         }
         let freed = monotonicSeconds()
         return (entities, IngestPhases(read: read - start, apply: applied - read, free: freed - applied))
+    }
+
+    /// A store holding what one ingest of the workload stored.
+    static func ingestedStore(_ w: Workload, _ i: Workload.Ingest) throws -> Store {
+        let store = Store(registry: i.registry)
+        let ingestor = store.makeIngestor(endpoint: "/bench", options: i.options)
+        try forEachChunk(w.bytes, size: chunkSize) { try ingestor.feed($0) }
+        _ = try ingestor.finish()
+        return store
     }
 
     /// The calls to `malloc`, `calloc` and `realloc` that `body` makes, or nil where this build
@@ -235,6 +246,9 @@ enum Bench {
             }
             if let count = try mallocs({ try Self.ingest(w, i) }) {
                 result.mallocsPerEntity = Double(count) / Double(entities)
+            }
+            if let floor = StorageFloor.mallocs(of: try Self.ingestedStore(w, i)) {
+                result.mallocFloorPerEntity = Double(floor) / Double(entities)
             }
             if let count = try mallocs({ _ = try i.jsonDecoder(w.data) }) {
                 result.jsonDecoderMallocsPerEntity = Double(count) / Double(entities)

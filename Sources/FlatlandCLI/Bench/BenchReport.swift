@@ -44,7 +44,8 @@ struct BenchReport {
                     )
                     + pad(
                         r.mallocsPerEntity.map {
-                            formatted($0, 2) + " (JSONDecoder " + formatted(r.jsonDecoderMallocsPerEntity ?? 0, 1) + ")"
+                            formatted($0, 2) + " (floor " + (r.mallocFloorPerEntity.map { formatted($0, 2) } ?? "-")
+                                + ", JSONDecoder " + formatted(r.jsonDecoderMallocsPerEntity ?? 0, 1) + ")"
                         } ?? "-", 16))
         }
         lines.append("")
@@ -103,6 +104,7 @@ struct BenchReport {
                 "parse_vs_yajl_raw": number(ratio(r.mbps(r.parse), r.mbps(r.yajlRaw))),
                 "mallocs_per_entity": number(r.mallocsPerEntity),
                 "jsondecoder_mallocs_per_entity": number(r.jsonDecoderMallocsPerEntity),
+                "mallocs_floor_per_entity": number(r.mallocFloorPerEntity),
                 "ingest_phases_ms": r.ingestPhases.map { p in
                     .object([
                         "read": number(p.read * 1000), "apply": number(p.apply * 1000), "free": number(p.free * 1000),
