@@ -33,11 +33,12 @@ public struct Field<Root>: Sendable {
             // A stored property of a struct: written in place at its offset, without walking
             // the key path at run time for every value.
             rawDecode = { (reader, root) throws(FieldError) in
-                (root + offset).assumingMemoryBound(to: Value.self).pointee = try Value.decode(from: &reader)
+                try Value.decode(from: &reader, updating: &(root + offset).assumingMemoryBound(to: Value.self).pointee)
             }
         } else {
             rawDecode = { (reader, root) throws(FieldError) in
-                root.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath] = try Value.decode(from: &reader)
+                try Value.decode(
+                    from: &reader, updating: &root.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath])
             }
         }
         accessor = FieldAccessor(

@@ -122,6 +122,14 @@ public struct FieldReader {
         return t.bytes.parsedString
     }
 
+    /// Reads a string into `value`, which keeps its storage when the text is the same.
+    public mutating func readString(updating value: inout String) throws(FieldError) {
+        let t = try next()
+        guard t.kind == .string else { throw .mismatch(expected: "string", found: t) }
+        if value.utf8.count == t.bytes.count, t.bytes.equals(value) { return }
+        value = t.bytes.parsedString
+    }
+
     /// Reads a number's exact text.
     public mutating func readNumber(expected: String = "number") throws(FieldError) -> JSONNumberText {
         let t = try next()

@@ -16,13 +16,30 @@ import FlatlandJSON
 public protocol FieldValue: Sendable, Equatable {
     /// Reads one value.
     static func decode(from reader: inout FieldReader) throws(FieldError) -> Self
+    /// Reads one value into `value`, which holds the field's value so far.
+    ///
+    /// The ingestor decodes through this, so a type can keep what it holds when the new value
+    /// is the same: `String` keeps its storage when the text is unchanged, so an entity met
+    /// again in one response allocates nothing for the text it repeats. On an error `value` is
+    /// left as it was. The default replaces `value` with ``decode(from:)``.
+    static func decode(from reader: inout FieldReader, updating value: inout Self) throws(FieldError)
     /// Writes the value.
     func encode(to writer: inout JSONWriter)
+}
+
+extension FieldValue {
+    @inlinable
+    public static func decode(from reader: inout FieldReader, updating value: inout Self) throws(FieldError) {
+        value = try decode(from: &reader)
+    }
 }
 
 extension String: FieldValue {
     public static func decode(from reader: inout FieldReader) throws(FieldError) -> String {
         try reader.readString()
+    }
+    public static func decode(from reader: inout FieldReader, updating value: inout String) throws(FieldError) {
+        try reader.readString(updating: &value)
     }
     public func encode(to writer: inout JSONWriter) { writer.string(self) }
 }
@@ -179,6 +196,16 @@ extension Optional: FieldValue where Wrapped: FieldValue {
     public static func decode(from reader: inout FieldReader) throws(FieldError) -> Wrapped? {
         if try reader.readNull() { return nil }
         return try Wrapped.decode(from: &reader)
+    }
+    @inlinable
+    public static func decode(from reader: inout FieldReader, updating value: inout Wrapped?) throws(FieldError) {
+        if try reader.readNull() {
+            value = nil
+        } else if value != nil {
+            try Wrapped.decode(from: &reader, updating: &value!)
+        } else {
+            value = try Wrapped.decode(from: &reader)
+        }
     }
     public func encode(to writer: inout JSONWriter) {
         if let self { self.encode(to: &writer) } else { writer.null() }
