@@ -110,8 +110,9 @@ public final class Ingestor {
             identityKey = -1
             firstRule = -1
             if firstIDValue != nil { firstIDValue = nil }
-            if !otherIDValues.isEmpty { otherIDValues = [] }
-            if !provisionalItems.isEmpty { provisionalItems = [] }
+            if !otherIDValues.isEmpty { otherIDValues.removeAll(keepingCapacity: true) }
+            // (Emptied, its storage kept: the slot's next undecided object is likely to need it.)
+            if !provisionalItems.isEmpty { provisionalItems.removeAll(keepingCapacity: true) }
             if provisionalSlice != nil { provisionalSlice = nil }
             if draft != nil { draft = nil }
             type = nil
@@ -535,7 +536,7 @@ public final class Ingestor {
             frames[t].firstIDValue = value
         } else {
             if frames[t].otherIDValues.isEmpty {
-                frames[t].otherIDValues = Array(repeating: nil, count: identityKeyNames.count)
+                frames[t].otherIDValues.append(contentsOf: repeatElement(nil, count: identityKeyNames.count))
             }
             frames[t].otherIDValues[k] = value
         }
@@ -676,9 +677,10 @@ public final class Ingestor {
                 }
             }
         }
-        // (Cleared only where set: most are empty, and a release of nothing is still a call.)
+        // (Cleared only where set: most are empty, and a release of nothing is still a call. The
+        // lists keep their storage for the frame's next object.)
         if frames[t].firstIDValue != nil { frames[t].firstIDValue = nil }
-        if !frames[t].otherIDValues.isEmpty { frames[t].otherIDValues = [] }
+        if !frames[t].otherIDValues.isEmpty { frames[t].otherIDValues.removeAll(keepingCapacity: true) }
         guard let draft else {
             // A container: it records only if its parent does (or it is a field's value).
             let parentRecords = t > 0 && frames[t - 1].records && frames[t - 1].kind != .entity
@@ -695,8 +697,9 @@ public final class Ingestor {
             if let slice { offerSlice(slice, below: t) }
             return
         }
-        // Nested entities found so far were not top-level after all.
-        if !frames[t].provisionalItems.isEmpty { frames[t].provisionalItems = [] }
+        // Nested entities found so far were not top-level after all (the list's storage is kept
+        // for the frame's next object: every event of a feed would otherwise allocate one).
+        if !frames[t].provisionalItems.isEmpty { frames[t].provisionalItems.removeAll(keepingCapacity: true) }
         if frames[t].provisionalSlice != nil { frames[t].provisionalSlice = nil }
         frames[t].kind = .entity
         draft.isOpen = true
