@@ -45,7 +45,9 @@ public enum EntityIDFormat {
     }
 
     private static func generate(prefix: String, next: () -> UInt64) -> String {
-        var bytes = Array(prefix.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(prefix.utf8.count + 33)
+        bytes.append(contentsOf: prefix.utf8)
         bytes.append(UInt8(ascii: "-"))
         var bits: UInt64 = 0
         var available = 0
