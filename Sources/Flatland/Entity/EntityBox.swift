@@ -109,32 +109,39 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     override func absorb(_ other: EntityBox) {
         guard let other = other as? TypedBox<E> else { return }
         let fields = entityType.fields
-        for i in other.present.indexes { fields[i].copy(other.value, &value) }
+        let source = UnsafeRawPointer(other.valueStorage(type: entityType))
+        let destination = valueStorage(type: entityType)
+        other.present.forEach { fields[$0].copy(source, destination) }
         present.formUnion(other.present)
         if let v = other.dataVersion { dataVersion = v }
     }
 
     override func merged(with draft: EntityBox) -> (box: EntityBox, changed: [String]) {
         guard let draft = draft as? TypedBox<E> else { return (draft, draft.presentKeys) }
+        let fields = entityType.fields
+        let incoming = UnsafeRawPointer(draft.valueStorage(type: entityType))
+        let current = UnsafeRawPointer(valueStorage(type: entityType))
+        var changed = FieldSet()
+        draft.present.forEach { i in
+            if !present.contains(i) || !fields[i].equal(incoming, current) { changed.insert(i) }
+        }
+        let version = draft.dataVersion ?? dataVersion
+        // Nothing new (a response that repeats what the store holds): this record stays as it
+        // is, with no box made and no value copied.
+        if changed.isEmpty && version == dataVersion { return (self, []) }
         var next = value
-        var changed: [String] = []
-        for i in draft.present.indexes {
-            let field = entityType.fields[i]
-            if !present.contains(i) || !field.equal(draft.value, next) {
-                field.copy(draft.value, &next)
-                changed.append(field.key)
-            }
+        withUnsafeMutablePointer(to: &next) { p in
+            changed.forEach { fields[$0].copy(incoming, UnsafeMutableRawPointer(p)) }
         }
         var nextPresent = present
         nextPresent.formUnion(draft.present)
-        let box = TypedBox(
-            value: next, present: nextPresent, dataVersion: draft.dataVersion ?? dataVersion, type: entityType)
-        return (box, changed)
+        let box = TypedBox(value: next, present: nextPresent, dataVersion: version, type: entityType)
+        return (box, changed.indexes.map { fields[$0].key })
     }
 
     override func writeFields(to writer: inout JSONWriter) {
         let fields = entityType.fields
-        for i in present.indexes {
+        present.forEach { i in
             writer.key(fields[i].key)
             fields[i].encode(value, &writer)
         }

@@ -27,27 +27,43 @@ public struct Field<Root>: Sendable {
     public init<Value: FieldValue>(_ key: String, _ keyPath: WritableKeyPath<Root, Value> & Sendable) {
         self.key = key
         let rawDecode: RawFieldDecoder
+        let rawEqual: RawFieldEqual
+        let rawCopy: RawFieldCopy
         let offset = MemoryLayout<Root>.offset(of: keyPath)
         storedBytes = offset.map { $0..<$0 + MemoryLayout<Value>.size }
         if let offset {
-            // A stored property of a struct: written in place at its offset, without walking
-            // the key path at run time for every value.
+            // A stored property of a struct: read and written in place at its offset, without
+            // walking the key path at run time for every value.
             rawDecode = { (reader, root) throws(FieldError) in
                 try Value.decode(from: &reader, updating: &(root + offset).assumingMemoryBound(to: Value.self).pointee)
+            }
+            rawEqual = { a, b in
+                (a + offset).assumingMemoryBound(to: Value.self).pointee
+                    == (b + offset).assumingMemoryBound(to: Value.self).pointee
+            }
+            rawCopy = { source, destination in
+                (destination + offset).assumingMemoryBound(to: Value.self).pointee =
+                    (source + offset).assumingMemoryBound(to: Value.self).pointee
             }
         } else {
             rawDecode = { (reader, root) throws(FieldError) in
                 try Value.decode(
                     from: &reader, updating: &root.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath])
             }
+            rawEqual = { a, b in
+                a.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath]
+                    == b.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath]
+            }
+            rawCopy = { source, destination in
+                destination.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath] =
+                    source.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath]
+            }
         }
         accessor = FieldAccessor(
             keyPath: keyPath,
             decode: { (reader, root) throws(FieldError) in root[keyPath: keyPath] = try Value.decode(from: &reader) },
             encode: { root, writer in root[keyPath: keyPath].encode(to: &writer) },
-            copy: { source, destination in destination[keyPath: keyPath] = source[keyPath: keyPath] },
-            equal: { a, b in a[keyPath: keyPath] == b[keyPath: keyPath] },
-            rawDecode: rawDecode)
+            rawDecode: rawDecode, rawEqual: rawEqual, rawCopy: rawCopy)
     }
 
     @inline(__always)
@@ -56,12 +72,14 @@ public struct Field<Root>: Sendable {
     }
     @inline(__always)
     func encode(_ root: Root, _ writer: inout JSONWriter) { accessor.encode(root, &writer) }
-    /// Copies this field's value from the first record into the second.
+    /// Copies this field's value from the record at `source` into the record at `destination`.
     @inline(__always)
-    func copy(_ source: Root, _ destination: inout Root) { accessor.copy(source, &destination) }
-    /// Whether two records hold the same value in this field.
+    func copy(_ source: UnsafeRawPointer, _ destination: UnsafeMutableRawPointer) {
+        accessor.rawCopy(source, destination)
+    }
+    /// Whether the records at `a` and `b` hold the same value in this field.
     @inline(__always)
-    func equal(_ a: Root, _ b: Root) -> Bool { accessor.equal(a, b) }
+    func equal(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer) -> Bool { accessor.rawEqual(a, b) }
 }
 
 /// How one field reads and writes its property: one object per field, so copying a `Field`
@@ -71,30 +89,40 @@ final class FieldAccessor<Root>: Sendable {
     let keyPath: PartialKeyPath<Root> & Sendable
     let decode: @Sendable (inout FieldReader, inout Root) throws(FieldError) -> Void
     let encode: @Sendable (Root, inout JSONWriter) -> Void
-    let copy: @Sendable (Root, inout Root) -> Void
-    let equal: @Sendable (Root, Root) -> Bool
     /// ``decode`` on a pointer to the record, so generic code can call it without needing the
     /// metadata of `Field<Root>`.
     let rawDecode: RawFieldDecoder
+    /// Whether two records (by pointer) hold the same value in this field.
+    let rawEqual: RawFieldEqual
+    /// Copies this field's value between two records (by pointer).
+    let rawCopy: RawFieldCopy
 
     @usableFromInline
     init(
         keyPath: PartialKeyPath<Root> & Sendable,
         decode: @escaping @Sendable (inout FieldReader, inout Root) throws(FieldError) -> Void,
         encode: @escaping @Sendable (Root, inout JSONWriter) -> Void,
-        copy: @escaping @Sendable (Root, inout Root) -> Void,
-        equal: @escaping @Sendable (Root, Root) -> Bool,
-        rawDecode: @escaping RawFieldDecoder
+        rawDecode: @escaping RawFieldDecoder,
+        rawEqual: @escaping RawFieldEqual,
+        rawCopy: @escaping RawFieldCopy
     ) {
-        self.rawDecode = rawDecode
         self.keyPath = keyPath
         self.decode = decode
         self.encode = encode
-        self.copy = copy
-        self.equal = equal
+        self.rawDecode = rawDecode
+        self.rawEqual = rawEqual
+        self.rawCopy = rawCopy
     }
 }
 
 /// Decodes one field into the record at the pointer.
 @usableFromInline
 typealias RawFieldDecoder = @Sendable (inout FieldReader, UnsafeMutableRawPointer) throws(FieldError) -> Void
+
+/// Whether the records at the two pointers hold the same value in one field.
+@usableFromInline
+typealias RawFieldEqual = @Sendable (UnsafeRawPointer, UnsafeRawPointer) -> Bool
+
+/// Copies one field's value from the record at the first pointer into the record at the second.
+@usableFromInline
+typealias RawFieldCopy = @Sendable (UnsafeRawPointer, UnsafeMutableRawPointer) -> Void

@@ -48,14 +48,23 @@ public struct FieldSet: Hashable, Sendable {
     /// The indexes, ascending.
     public var indexes: [Int] {
         var result: [Int] = []
+        result.reserveCapacity(count)
+        forEach { result.append($0) }
+        return result
+    }
+
+    /// The number of indexes in the set.
+    public var count: Int { w0.nonzeroBitCount + w1.nonzeroBitCount + w2.nonzeroBitCount + w3.nonzeroBitCount }
+
+    /// Calls `body` with each index, ascending, without making an array of them.
+    @inline(__always)
+    func forEach(_ body: (Int) throws -> Void) rethrows {
         for k in 0..<4 {
             var w = word(k)
             while w != 0 {
-                let t = w.trailingZeroBitCount
-                result.append(k * 64 + t)
-                w &= w - 1
+                try body(k &* 64 &+ w.trailingZeroBitCount)
+                w &= w &- 1
             }
         }
-        return result
     }
 }
