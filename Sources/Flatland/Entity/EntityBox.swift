@@ -108,22 +108,26 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
 
     override func absorb(_ other: EntityBox) {
         guard let other = other as? TypedBox<E> else { return }
-        let fields = entityType.fields
-        let source = UnsafeRawPointer(other.valueStorage(type: entityType))
-        let destination = valueStorage(type: entityType)
-        other.present.forEach { fields[$0].copy(source, destination) }
+        let type = entityType
+        let source = UnsafeRawPointer(other.valueStorage(type: type))
+        let destination = valueStorage(type: type)
+        other.present.forEach { i in type.decoderBoxes[i]._withUnsafeGuaranteedRef { $0.copy(source, destination) } }
         present.formUnion(other.present)
         if let v = other.dataVersion { dataVersion = v }
     }
 
     override func merged(with draft: EntityBox) -> (box: EntityBox, changed: [String]) {
         guard let draft = draft as? TypedBox<E> else { return (draft, draft.presentKeys) }
-        let fields = entityType.fields
-        let incoming = UnsafeRawPointer(draft.valueStorage(type: entityType))
-        let current = UnsafeRawPointer(valueStorage(type: entityType))
+        // (Through the type's boxed operations, not `[Field<E>]`: this class is generic, and
+        // every element of that array would ask the runtime for `Field<E>`'s metadata.)
+        let type = entityType
+        let incoming = UnsafeRawPointer(draft.valueStorage(type: type))
+        let current = UnsafeRawPointer(valueStorage(type: type))
         var changed = FieldSet()
         draft.present.forEach { i in
-            if !present.contains(i) || !fields[i].equal(incoming, current) { changed.insert(i) }
+            if !present.contains(i) || !type.decoderBoxes[i]._withUnsafeGuaranteedRef({ $0.equal(incoming, current) }) {
+                changed.insert(i)
+            }
         }
         let version = draft.dataVersion ?? dataVersion
         // Nothing new (a response that repeats what the store holds): this record stays as it
@@ -131,12 +135,16 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         if changed.isEmpty && version == dataVersion { return (self, []) }
         var next = value
         withUnsafeMutablePointer(to: &next) { p in
-            changed.forEach { fields[$0].copy(incoming, UnsafeMutableRawPointer(p)) }
+            let destination = UnsafeMutableRawPointer(p)
+            changed.forEach { i in type.decoderBoxes[i]._withUnsafeGuaranteedRef { $0.copy(incoming, destination) } }
         }
         var nextPresent = present
         nextPresent.formUnion(draft.present)
-        let box = TypedBox(value: next, present: nextPresent, dataVersion: version, type: entityType)
-        return (box, changed.indexes.map { fields[$0].key })
+        let box = TypedBox(value: next, present: nextPresent, dataVersion: version, type: type)
+        var keys: [String] = []
+        keys.reserveCapacity(changed.count)
+        changed.forEach { keys.append(type.fieldKeys[$0]) }
+        return (box, keys)
     }
 
     override func writeFields(to writer: inout JSONWriter) {

@@ -86,9 +86,10 @@ class EntityType: @unchecked Sendable {
     /// ``dataVersionKey`` as UTF-8, for comparing keys without allocating.
     let dataVersionKeyBytes: [UInt8]?
     let classVersion: Int
-    /// The fields' decoders, each in a box of its own, unretained (`ownedDecoderBoxes` keeps
-    /// them): called through a borrowed box, a decoder runs without its context retained and
-    /// released around every value, as it is when called out of an array.
+    /// The fields' decoders (and comparisons and copies), each in a box of its own, unretained
+    /// (`ownedDecoderBoxes` keeps them): called through a borrowed box, a decoder runs without
+    /// its context retained and released around every value, as it is when called out of an
+    /// array.
     let decoderBoxes: UnsafeMutablePointer<Unmanaged<DecoderBox>>
     private let ownedDecoderBoxes: [DecoderBox]
     /// `prefix.name` of each secondary index, made once.
@@ -260,7 +261,7 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
         super.init(
             prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
             classVersion: E.classVersion, recordType: E.self,
-            decoders: E.fields.map { DecoderBox($0.accessor.rawDecode) },
+            decoders: E.fields.map { DecoderBox($0.accessor) },
             indexKeys: E.indexes.map { "\(E.prefix).\($0.name)" },
             indexValues: E.indexes.map { IndexReaderBox($0.value) },
             fieldsReadByIndexes: Self.fieldsRead(by: E.indexes, of: E.fields))
@@ -336,10 +337,17 @@ final class IndexReaderBox: Sendable {
     init(_ read: @escaping IndexValueReader) { self.read = read }
 }
 
-/// One field decoder, boxed so that it can be reached unretained. (Boxed straight from the
-/// field, never kept in an array of closures: an array keeps a function value in its most
-/// general form, and each call would then go through two reabstraction thunks.)
+/// One field's operations on records by pointer, boxed so that they can be reached unretained
+/// and without the metadata of the entity's `Field` type. (Boxed straight from the field,
+/// never kept in an array of closures: an array keeps a function value in its most general
+/// form, and each call would then go through two reabstraction thunks.)
 final class DecoderBox: Sendable {
     let decode: RawFieldDecoder
-    init(_ decode: @escaping RawFieldDecoder) { self.decode = decode }
+    let equal: RawFieldEqual
+    let copy: RawFieldCopy
+    init<Root>(_ accessor: FieldAccessor<Root>) {
+        decode = accessor.rawDecode
+        equal = accessor.rawEqual
+        copy = accessor.rawCopy
+    }
 }

@@ -72,14 +72,6 @@ public struct Field<Root>: Sendable {
     }
     @inline(__always)
     func encode(_ root: Root, _ writer: inout JSONWriter) { accessor.encode(root, &writer) }
-    /// Copies this field's value from the record at `source` into the record at `destination`.
-    @inline(__always)
-    func copy(_ source: UnsafeRawPointer, _ destination: UnsafeMutableRawPointer) {
-        accessor.rawCopy(source, destination)
-    }
-    /// Whether the records at `a` and `b` hold the same value in this field.
-    @inline(__always)
-    func equal(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer) -> Bool { accessor.rawEqual(a, b) }
 }
 
 /// How one field reads and writes its property: one object per field, so copying a `Field`
