@@ -52,7 +52,7 @@ class EntityBox: @unchecked Sendable {
     final func decode(field index: Int, from reader: inout FieldReader, type: EntityType) throws(FieldError) {
         let storage = valueStorage(type: type)
         var failure: FieldError?
-        type.decoderBoxes[index]._withUnsafeGuaranteedRef { box in
+        type.fieldBoxes[index]._withUnsafeGuaranteedRef { box in
             do throws(FieldError) { try box.decode(&reader, storage) } catch { failure = error }
         }
         if let failure { throw failure }
@@ -111,7 +111,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         let type = entityType
         let source = UnsafeRawPointer(other.valueStorage(type: type))
         let destination = valueStorage(type: type)
-        other.present.forEach { i in type.decoderBoxes[i]._withUnsafeGuaranteedRef { $0.copy(source, destination) } }
+        other.present.forEach { i in type.fieldBoxes[i]._withUnsafeGuaranteedRef { $0.copy(source, destination) } }
         present.formUnion(other.present)
         if let v = other.dataVersion { dataVersion = v }
     }
@@ -125,7 +125,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         let current = UnsafeRawPointer(valueStorage(type: type))
         var changed = FieldSet()
         draft.present.forEach { i in
-            if !present.contains(i) || !type.decoderBoxes[i]._withUnsafeGuaranteedRef({ $0.equal(incoming, current) }) {
+            if !present.contains(i) || !type.fieldBoxes[i]._withUnsafeGuaranteedRef({ $0.equal(incoming, current) }) {
                 changed.insert(i)
             }
         }
@@ -136,7 +136,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         var next = value
         withUnsafeMutablePointer(to: &next) { p in
             let destination = UnsafeMutableRawPointer(p)
-            changed.forEach { i in type.decoderBoxes[i]._withUnsafeGuaranteedRef { $0.copy(incoming, destination) } }
+            changed.forEach { i in type.fieldBoxes[i]._withUnsafeGuaranteedRef { $0.copy(incoming, destination) } }
         }
         var nextPresent = present
         nextPresent.formUnion(draft.present)

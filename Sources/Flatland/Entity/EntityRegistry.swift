@@ -87,14 +87,14 @@ class EntityType: @unchecked Sendable {
     let dataVersionKeyBytes: [UInt8]?
     let classVersion: Int
     /// The fields' decoders (and comparisons and copies), each in a box of its own, unretained
-    /// (`ownedDecoderBoxes` keeps them): called through a borrowed box, a decoder runs without
+    /// (`ownedFieldBoxes` keeps them): called through a borrowed box, a decoder runs without
     /// its context retained and released around every value, as it is when called out of an
     /// array.
-    let decoderBoxes: UnsafeMutablePointer<Unmanaged<DecoderBox>>
-    private let ownedDecoderBoxes: [DecoderBox]
+    let fieldBoxes: UnsafeMutablePointer<Unmanaged<FieldBox>>
+    private let ownedFieldBoxes: [FieldBox]
     /// `prefix.name` of each secondary index, made once.
     let indexKeys: [String]
-    /// Each index's reader, boxed like the field decoders (see ``DecoderBox``), in an array
+    /// Each index's reader, boxed like the field decoders (see ``FieldBox``), in an array
     /// whose type does not depend on the entity type.
     let indexValues: [IndexReaderBox]
     /// Whether the type declares secondary indexes.
@@ -110,14 +110,14 @@ class EntityType: @unchecked Sendable {
 
     init(
         prefix: String, typeName: String, fieldKeys: [String], dataVersionKey: String?, classVersion: Int,
-        recordType: Any.Type, decoders: [DecoderBox], indexKeys: [String],
+        recordType: Any.Type, fields: [FieldBox], indexKeys: [String],
         indexValues: [IndexReaderBox], fieldsReadByIndexes: FieldSet = FieldSet()
     ) {
         self.recordType = recordType
         self.fieldsReadByIndexes = fieldsReadByIndexes
-        ownedDecoderBoxes = decoders
-        decoderBoxes = .allocate(capacity: max(1, decoders.count))
-        decoderBoxes.initialize(from: decoders.map { .passUnretained($0) }, count: decoders.count)
+        ownedFieldBoxes = fields
+        fieldBoxes = .allocate(capacity: max(1, fields.count))
+        fieldBoxes.initialize(from: fields.map { .passUnretained($0) }, count: fields.count)
         self.indexKeys = indexKeys
         self.indexValues = indexValues
         self.prefix = prefix
@@ -146,7 +146,7 @@ class EntityType: @unchecked Sendable {
         fieldKeyBytes.deallocate()
         fieldKeySpans.deallocate()
         fieldTable.deallocate()
-        decoderBoxes.deallocate()
+        fieldBoxes.deallocate()
     }
 
     /// Whether `id` (UTF-8) is `<this prefix>-<something>`, the form ``EntityIDFormat`` accepts.
@@ -261,7 +261,7 @@ final class TypedEntityType<E: Entity>: EntityType, @unchecked Sendable {
         super.init(
             prefix: E.prefix, typeName: "\(E.self)", fieldKeys: E.fields.map(\.key), dataVersionKey: E.dataVersionKey,
             classVersion: E.classVersion, recordType: E.self,
-            decoders: E.fields.map { DecoderBox($0.accessor) },
+            fields: E.fields.map { FieldBox($0.accessor) },
             indexKeys: E.indexes.map { "\(E.prefix).\($0.name)" },
             indexValues: E.indexes.map { IndexReaderBox($0.value) },
             fieldsReadByIndexes: Self.fieldsRead(by: E.indexes, of: E.fields))
@@ -331,7 +331,7 @@ func record(_ value: JSONValue, into tape: inout EventTape) {
     }
 }
 
-/// One index's reader, boxed for the same reason as ``DecoderBox``.
+/// One index's reader, boxed for the same reason as ``FieldBox``.
 final class IndexReaderBox: Sendable {
     let read: IndexValueReader
     init(_ read: @escaping IndexValueReader) { self.read = read }
@@ -341,7 +341,7 @@ final class IndexReaderBox: Sendable {
 /// and without the metadata of the entity's `Field` type. (Boxed straight from the field,
 /// never kept in an array of closures: an array keeps a function value in its most general
 /// form, and each call would then go through two reabstraction thunks.)
-final class DecoderBox: Sendable {
+final class FieldBox: Sendable {
     let decode: RawFieldDecoder
     let equal: RawFieldEqual
     let copy: RawFieldCopy
