@@ -158,6 +158,9 @@ JSON
 for header in '\x80\x07\x03' '\x84\x2a\x01' '\x89\x11\x3f' '\x82\x05\x08' '\xa0\x63\x02'; do
     i=$((i + 1))
     printf "$header%s" '[{"uuid":"u-1","name":"a","user":{"id":"7","name":"b"},"device":{"serial":5,"name":"p","owner":{"name":"c","id":"7"}}},{"id":1,"kind":"BigThing","friends":[{"id":"8"},{"id":"7","age":3}],"other":{"id":2}},{"name":"late","uuid":"u-1","device":{"name":"q","serial":"5"}}]' >"$INGEST_CORPUS/seed-$i"
+    # An identity key given twice (found by this fuzzer: the two ways once took different values).
+    i=$((i + 1))
+    printf "$header%s" '[{"uuid":"u-1","name":"a","user":{"id":2},"x":"late","uuid":"u-0","device":{"name":"q","serial":"5","serial":"6"}}]' >"$INGEST_CORPUS/seed-$i"
 done
 
 # run NAME CORPUS: one harness for SECONDS_TO_RUN; returns its status.

@@ -65,6 +65,11 @@ struct RuleResolverPathTests {
         [{"id":"6","actor":{"id":10,"login":"e"}},{"id":"7","actor":{"login":"e2","id":10}},
          {"actor":{"id":10,"avatar_url":"https://e/e"},"id":"8"}]
         """#,
+        // An identity key given twice: its first value names the object, under either way.
+        #"""
+        [{"id":"11","actor":{"id":12,"login":"h","id":13}},
+         {"id":"12","id":"13","type":"WatchEvent","actor":{"login":"i","id":14,"id":15},"repo":{"id":72,"id":73}}]
+        """#,
         // Fields of the wrong type.
         #"""
         [{"id":"9","actor":{"id":11,"login":"f"}},{"type":"PushEvent","id":10,"actor":{"id":"x","login":"g"}}]
@@ -110,6 +115,17 @@ struct RuleResolverPathTests {
             outcome.records[id] = writer.bytes + Array(record.presentFields.joined(separator: ",").utf8)
         }
         return outcome
+    }
+
+    @Test func anIdentityKeyGivenTwiceIsNamedByItsFirstValue() throws {
+        let rules = RuleResolver(Self.ruleSets[0].rules)
+        for fast in [true, false] {
+            let outcome = try Self.ingest(
+                Self.documents[3], rules: rules, fast: fast, unknown: .untyped, badEntity: .failResponse)
+            #expect(outcome.error == nil)
+            // (The first event has no type, so under these rules it is not an entity.)
+            #expect(outcome.records.keys.sorted() == ["ev-12", "gr-72", "gu-12", "gu-14"], "fast: \(fast)")
+        }
     }
 
     /// Deciding at the id can find a bad field sooner than deciding at the object's end: then
