@@ -191,7 +191,7 @@ struct ParentKeyFilter {
         func allowed(isNested: Bool) -> ContiguousArray<(rule: Int, parentKeys: ContiguousArray<String>?)> {
             var allowed: ContiguousArray<(rule: Int, parentKeys: ContiguousArray<String>?)> = []
             for (i, rule) in resolver.rules.enumerated() where rule.allows(isNested: isNested, endpoint: endpoint) {
-                allowed.append((i, rule.parentKeys.map { ContiguousArray($0.sorted()) }))
+                allowed.append((i, rule.parentKeys.map { ContiguousArray($0) }))
                 if rule.parentKeys == nil { break }  // no later rule is ever the first
             }
             return allowed

@@ -520,8 +520,12 @@ public final class Ingestor {
     private func identityValue(_ t: Int, _ k: Int, _ bytes: UnsafeRawBufferPointer) throws {
         // An identity key given twice in one object: its first value counts, as it does once the
         // object is decided, and on the rule fast way, which decides at that value.
-        let others = frames[t].otherIDValues
-        if k == 0 ? frames[t].firstIDValue != nil : k < others.count && others[k] != nil { return }
+        // (Read in place: a copy of the list would be retained and released for every id.)
+        if k == 0 {
+            if frames[t].firstIDValue != nil { return }
+        } else if k < frames[t].otherIDValues.count, frames[t].otherIDValues[k] != nil {
+            return
+        }
         // An entity met again (a friend, an author) is found from its id's bytes: no string, no
         // key, no table lookup by them. A new one gets the hash worked out for the lookup.
         if frames[t].firstRule >= 0, let direct = directRules[frames[t].firstRule], direct.idKey == k {
