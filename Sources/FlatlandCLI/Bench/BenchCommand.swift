@@ -105,6 +105,18 @@ struct BenchResult {
     var ingestPhases: IngestPhases?
 
     func mbps(_ seconds: Double?) -> Double? { seconds.map { Double(bytes) / 1e6 / $0 } }
+
+    /// Ingest throughput over JSONDecoder's: the same bytes, so the inverse ratio of the times.
+    var ingestVsJSONDecoder: Double? { Self.ratio(jsonDecoder, ingest) }
+    /// Ingest throughput over raw yajl's.
+    var ingestVsYAJLRaw: Double? { Self.ratio(yajlRaw, ingest) }
+    /// Parse throughput over raw yajl's.
+    var parseVsYAJLRaw: Double? { Self.ratio(yajlRaw, parse) }
+
+    private static func ratio(_ baseline: Double?, _ contender: Double?) -> Double? {
+        guard let baseline, let contender, contender > 0 else { return nil }
+        return baseline / contender
+    }
 }
 
 /// The steps of one ingest: feeding the response (parse, walk, decoding), applying the batch to

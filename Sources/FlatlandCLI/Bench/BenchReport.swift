@@ -17,10 +17,8 @@ struct BenchReport {
         return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores"
     }
 
-    private func ratio(_ a: Double?, _ b: Double?) -> Double? {
-        guard let a, let b, b > 0 else { return nil }
-        return a / b
-    }
+    /// The run against the issue's bars (``BenchBar/all``).
+    var bars: [BenchBar.Check] { BenchBar.all.map { $0.check(results: results, streaming: streaming) } }
 
     func table() -> String {
         var lines: [String] = []
@@ -36,9 +34,8 @@ struct BenchReport {
                 pad(r.name, 20) + pad(formatted(Double(r.bytes) / 1e6, 1), 8) + pad(f(r.mbps(r.yajlRaw)), 10)
                     + pad(f(r.mbps(r.parse)), 10) + pad(f(ingestMBps), 10) + pad(f(r.mbps(r.jsonDecoder)), 13)
                     + pad(f(r.mbps(r.jsonSerialization)), 13)
-                    + pad(x(ratio(ingestMBps, r.mbps(r.jsonDecoder))), 16)
-                    + pad(x(ratio(ingestMBps, r.mbps(r.yajlRaw))), 13)
-                    + pad(x(ratio(r.mbps(r.parse), r.mbps(r.yajlRaw))), 12)
+                    + pad(x(r.ingestVsJSONDecoder), 16) + pad(x(r.ingestVsYAJLRaw), 13)
+                    + pad(x(r.parseVsYAJLRaw), 12)
                     + pad(
                         r.ingest.flatMap { t in r.entities.map { formatted(Double($0) / t / 1e6, 2) + "M" } } ?? "-", 12
                     )
@@ -58,6 +55,21 @@ struct BenchReport {
                     + "(difference \(formatted(s.peakRSSMegabytes100MB - s.peakRSSMegabytes1MB, 1)) MB).")
         }
         if !missing.isEmpty { lines.append("Not found in \(dataDirectory): \(missing.joined(separator: ", ")).") }
+        lines.append("")
+        lines.append("Bars:")
+        for check in bars {
+            let bar = check.bar
+            let verdict =
+                switch check.met {
+                case true?: "met"
+                case false?: "NOT MET"
+                case nil: "not measured"
+                }
+            lines.append(
+                "  " + pad(bar.metric.rawValue + " " + bar.comparison + " " + formatted(bar.limit, 1), 48)
+                    + pad(bar.dataset ?? "streaming", 14) + pad(check.value.map { formatted($0, 3) } ?? "-", 9)
+                    + verdict)
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -99,9 +111,9 @@ struct BenchReport {
                 "ingest_mbps": number(ingest),
                 "jsondecoder_mbps": number(r.mbps(r.jsonDecoder)),
                 "jsonserialization_mbps": number(r.mbps(r.jsonSerialization)),
-                "ingest_vs_jsondecoder": number(ratio(ingest, r.mbps(r.jsonDecoder))),
-                "ingest_vs_yajl_raw": number(ratio(ingest, r.mbps(r.yajlRaw))),
-                "parse_vs_yajl_raw": number(ratio(r.mbps(r.parse), r.mbps(r.yajlRaw))),
+                "ingest_vs_jsondecoder": number(r.ingestVsJSONDecoder),
+                "ingest_vs_yajl_raw": number(r.ingestVsYAJLRaw),
+                "parse_vs_yajl_raw": number(r.parseVsYAJLRaw),
                 "mallocs_per_entity": number(r.mallocsPerEntity),
                 "jsondecoder_mallocs_per_entity": number(r.jsonDecoderMallocsPerEntity),
                 "mallocs_floor_per_entity": number(r.mallocFloorPerEntity),
@@ -113,6 +125,17 @@ struct BenchReport {
             ])
         }
         var root: JSONObject = [
+            "bars": .array(
+                bars.map { check in
+                    .object([
+                        "metric": .string(check.bar.metric.rawValue),
+                        "dataset": check.bar.dataset.map { .string($0) } ?? .null,
+                        "comparison": .string(check.bar.comparison),
+                        "bar": number(check.bar.limit),
+                        "value": number(check.value),
+                        "met": check.met.map { .bool($0) } ?? .null,
+                    ])
+                }),
             "machine": .string(Self.machine),
             "rounds": .number(JSONNumber(rounds)),
             "datasets": .object(datasets),
