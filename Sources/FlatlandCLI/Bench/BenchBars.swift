@@ -47,18 +47,15 @@ struct BenchBar: Equatable {
 
     /// This bar against a run's results and streaming memory.
     func check(results: [BenchResult], streaming: StreamingMemory.Result?) -> Check {
-        let raw: Double?
-        switch metric {
-        case .streamingGrowth:
-            raw = streaming.map { $0.peakRSSMegabytes100MB - $0.peakRSSMegabytes1MB }
-        case .ingestVsJSONDecoder:
-            raw = results.first { $0.name == dataset }?.ingestVsJSONDecoder
-        case .parseVsYAJLRaw:
-            raw = results.first { $0.name == dataset }?.parseVsYAJLRaw
-        case .ingestVsYAJLRaw:
-            raw = results.first { $0.name == dataset }?.ingestVsYAJLRaw
-        }
+        let result = results.first { $0.name == dataset }
+        let raw: Double? =
+            switch metric {
+            case .streamingGrowth: streaming.map { $0.peakRSSMegabytes100MB - $0.peakRSSMegabytes1MB }
+            case .ingestVsJSONDecoder: result?.ingestVsJSONDecoder
+            case .parseVsYAJLRaw: result?.parseVsYAJLRaw
+            case .ingestVsYAJLRaw: result?.ingestVsYAJLRaw
+            }
         // Judged on the value the report prints, so a reader can check the verdict.
-        return Check(bar: self, value: raw.flatMap { $0.isFinite ? ($0 * 1000).rounded() / 1000 : nil })
+        return Check(bar: self, value: raw.flatMap(BenchReport.reported))
     }
 }

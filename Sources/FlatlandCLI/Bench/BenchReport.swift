@@ -95,9 +95,14 @@ struct BenchReport {
     private func f(_ v: Double?) -> String { v.map { formatted($0, 1) } ?? "-" }
     private func x(_ v: Double?) -> String { v.map { formatted($0, 2) + "x" } ?? "-" }
 
+    /// A measured value as the report gives it: to three decimals; `nil` when not finite.
+    static func reported(_ value: Double) -> Double? {
+        value.isFinite ? (value * 1000).rounded() / 1000 : nil
+    }
+
     func json() -> String {
         func number(_ v: Double?) -> JSONValue {
-            guard let v, let n = JSONNumber((v * 1000).rounded() / 1000) else { return .null }
+            guard let v = v.flatMap(Self.reported), let n = JSONNumber(v) else { return .null }
             return .number(n)
         }
         var datasets = JSONObject()
