@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "FlatlandFixtures", targets: ["FlatlandFixtures"]),
         .library(name: "FlatlandSQLite", targets: ["FlatlandSQLite"]),
         .library(name: "FlatlandHTTP", targets: ["FlatlandHTTP"]),
+        .library(name: "FlatlandSync", targets: ["FlatlandSync"]),
         .library(name: "FlatlandServer", targets: ["FlatlandServer"]),
         .executable(name: "flatland", targets: ["FlatlandCLI"]),
     ],
@@ -39,6 +40,7 @@ let package = Package(
             ]
         ),
         .target(name: "FlatlandHTTP", dependencies: ["Flatland"]),
+        .target(name: "FlatlandSync", dependencies: ["Flatland", "FlatlandHTTP"]),
         .target(
             name: "FlatlandServer",
             dependencies: [
@@ -66,6 +68,7 @@ let package = Package(
                 "CAllocationCount",
             ]
         ),
+        .testTarget(name: "FlatlandSyncTests", dependencies: ["FlatlandSync"]),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON", "CFlatlandSIMD"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),
         .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON", "CAllocationCount"]),
