@@ -83,5 +83,12 @@ let package = Package(
             name: "FlatlandHTTPTests",
             dependencies: ["FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON"]
         ),
+        .testTarget(
+            name: "FlatlandServerTests",
+            dependencies: [
+                "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
     ]
 )

@@ -6,9 +6,12 @@
 
 /// ISO 8601 / RFC 3339 date-times, `2024-03-01T12:34:56.789Z` or with an offset, parsed and
 /// formatted without a formatter object (and without allocating) on the ingest path.
-enum ISO8601 {
+///
+/// Package-wide: the table client and server keep `updatedAt` at full precision with
+/// ``instant(_:requiresZone:)`` and ``format(seconds:fraction:digits:suffix:)``.
+package enum ISO8601 {
     /// Days from 1970-01-01 to the civil date (proleptic Gregorian).
-    static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
+    package static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -18,7 +21,7 @@ enum ISO8601 {
         return era * 146097 + doe - 719468
     }
 
-    static func civil(fromDays z0: Int) -> (year: Int, month: Int, day: Int) {
+    package static func civil(fromDays z0: Int) -> (year: Int, month: Int, day: Int) {
         let z = z0 + 719468
         let era = (z >= 0 ? z : z - 146096) / 146097
         let doe = z - era * 146097
@@ -31,6 +34,17 @@ enum ISO8601 {
     }
 
     static func parse(_ s: UnsafeRawBufferPointer) -> Date? {
+        guard let t = instant(s) else { return nil }
+        return Date(timeIntervalSince1970: Double(t.seconds) + Double(t.nanoseconds) / 1_000_000_000)
+    }
+
+    /// The instant `s` names, as whole seconds since 1970-01-01T00:00:00Z and nanoseconds past
+    /// them (digits past the ninth are dropped, never rounded up). Without `requiresZone`, a
+    /// time with no zone is read as UTC.
+    @inline(__always)
+    package static func instant(_ s: UnsafeRawBufferPointer, requiresZone: Bool = true) -> (
+        seconds: Int, nanoseconds: Int
+    )? {
         let n = s.count
         var i = 0
         func digits(_ count: Int) -> Int? {
@@ -57,28 +71,28 @@ enum ISO8601 {
         guard let hour = digits(2), expect(UInt8(ascii: ":")), let minute = digits(2), expect(UInt8(ascii: ":")),
             let second = digits(2), hour < 24, minute < 60, second <= 60
         else { return nil }
-        var fraction = 0.0
+        var nanoseconds = 0
         if i < n, s[i] == UInt8(ascii: ".") {
             i += 1
-            var value: UInt64 = 0
-            var scale = 1.0
             var count = 0
             while i < n, s[i] &- 48 < 10 {
-                if count < 18 {
-                    value = value * 10 + UInt64(s[i] &- 48)
-                    scale *= 10
-                }
+                if count < 9 { nanoseconds = nanoseconds * 10 + Int(s[i] &- 48) }
                 count += 1
                 i += 1
             }
             guard count > 0 else { return nil }
-            fraction = Double(value) / scale
+            var scale = count
+            while scale < 9 {
+                nanoseconds *= 10
+                scale += 1
+            }
         }
         var offset = 0
-        guard i < n else { return nil }
-        if s[i] | 0x20 == UInt8(ascii: "z") {
+        if i == n, !requiresZone {
+            // A local time with no zone, read as UTC.
+        } else if i < n, s[i] | 0x20 == UInt8(ascii: "z") {
             i += 1
-        } else if s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
+        } else if i < n, s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") {
             let sign = s[i] == UInt8(ascii: "-") ? -1 : 1
             i += 1
             guard let oh = digits(2) else { return nil }
@@ -90,8 +104,7 @@ enum ISO8601 {
         }
         guard i == n else { return nil }
         let days = daysFromCivil(year, month, day)
-        let seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset
-        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+        return (days * 86400 + hour * 3600 + minute * 60 + second - offset, nanoseconds)
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.sss[sss]Z` in UTC: milliseconds, or microseconds when needed to
@@ -104,7 +117,15 @@ enum ISO8601 {
             seconds += 1
             micros -= 1_000_000
         }
-        let days = Int((Double(seconds) / 86400).rounded(.down))
+        return micros % 1000 == 0
+            ? format(seconds: seconds, fraction: micros / 1000, digits: 3, suffix: "Z")
+            : format(seconds: seconds, fraction: micros, digits: 6, suffix: "Z")
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS.fff…` for `seconds` since the epoch in UTC, then `fraction` written
+    /// in `digits` digits (none when 0), then `suffix` (`Z`, `+00:00`).
+    package static func format(seconds: Int, fraction: Int, digits: Int, suffix: String) -> String {
+        let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
         let secondOfDay = seconds - days * 86400
         let (y, m, d) = civil(fromDays: days)
         func pad(_ v: Int, _ w: Int) -> String {
@@ -113,11 +134,7 @@ enum ISO8601 {
         }
         var text =
             "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))"
-        if micros % 1000 == 0 {
-            text += "." + pad(micros / 1000, 3)
-        } else {
-            text += "." + pad(micros, 6)
-        }
-        return text + "Z"
+        if digits > 0 { text += "." + pad(fraction, digits) }
+        return text + suffix
     }
 }
