@@ -47,6 +47,7 @@ let package = Package(
                 "Flatland",
                 "FlatlandJSON",
                 "FlatlandFixtures",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

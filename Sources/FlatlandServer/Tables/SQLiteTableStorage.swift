@@ -1,0 +1,260 @@
+import Flatland
+import FlatlandJSON
+import Foundation
+import GRDB
+
+/// The table server's rows in SQLite, through GRDB: one SQL table per declared table, the row's
+/// fields as JSON beside its system columns, and one clock for `updatedAt` and `version`.
+///
+/// Writes go through GRDB's writer queue (off Swift's cooperative pool) in one transaction each;
+/// reads run concurrently with them on a file (WAL).
+final class SQLiteTableStorage: TableStorage {
+    private let writer: any DatabaseWriter
+    private let now: @Sendable () -> Int64
+
+    /// In memory (`path` nil) or in a file.
+    init(path: String?, now: @escaping @Sendable () -> Int64 = SQLiteTableStorage.wallClock) throws(TableStorageError) {
+        do {
+            if let path {
+                writer = try DatabasePool(path: path)
+            } else {
+                writer = try DatabaseQueue()
+            }
+        } catch {
+            throw TableStorageError(code: .storage, message: "cannot open the tables' database: \(error)")
+        }
+        self.now = now
+    }
+
+    static let wallClock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down)) }
+
+    private static func sqlTable(_ name: String) -> String { "\"tbl_\(name)\"" }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(TableStorageError)
+        -> T
+    {
+        do {
+            return try await writer.write(body)
+        } catch let error as TableStorageError {
+            throw error
+        } catch {
+            throw TableStorageError(code: .storage, message: "the tables' database failed: \(error)")
+        }
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(TableStorageError)
+        -> T
+    {
+        do {
+            return try await writer.read(body)
+        } catch let error as TableStorageError {
+            throw error
+        } catch {
+            throw TableStorageError(code: .storage, message: "the tables' database failed: \(error)")
+        }
+    }
+
+    func prepare(_ tables: [TableDefinition]) async throws(TableStorageError) {
+        try await run { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS flatland_table_clock (
+                        id INTEGER PRIMARY KEY CHECK (id = 1), updated_at INTEGER NOT NULL, version INTEGER NOT NULL);
+                    INSERT OR IGNORE INTO flatland_table_clock VALUES (1, 0, 0);
+                    """)
+            for table in tables {
+                let t = Self.sqlTable(table.name)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE IF NOT EXISTS \(t) (
+                            id TEXT PRIMARY KEY NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+                            version INTEGER NOT NULL, deleted INTEGER NOT NULL, data TEXT NOT NULL);
+                        CREATE INDEX IF NOT EXISTS "tbl_\(table.name)_updated_at" ON \(t) (updated_at, id);
+                        """)
+            }
+        }
+    }
+
+    /// The next `updatedAt` and `version`: the clock's time, or one microsecond past the last one.
+    private func tick(_ db: Database) throws -> (updatedAt: Int64, version: Int64) {
+        guard let row = try Row.fetchOne(db, sql: "SELECT updated_at, version FROM flatland_table_clock WHERE id = 1")
+        else { throw TableStorageError(code: .storage, message: "the tables' clock is missing") }
+        let last: Int64 = row[0]
+        let version: Int64 = row[1]
+        let next = (updatedAt: max(now(), last + 1), version: version + 1)
+        try db.execute(
+            sql: "UPDATE flatland_table_clock SET updated_at = ?, version = ? WHERE id = 1",
+            arguments: [next.updatedAt, next.version])
+        return next
+    }
+
+    private static func fetch(_ db: Database, _ table: String, id: String) throws -> TableRow? {
+        try Row.fetchOne(
+            db, sql: "SELECT id, created_at, updated_at, version, deleted, data FROM \(sqlTable(table)) WHERE id = ?",
+            arguments: [id]
+        ).map(decode)
+    }
+
+    private static func decode(_ row: Row) throws -> TableRow {
+        let data: String = row[5]
+        guard case .object(let fields) = try JSONValue(parsing: data) else {
+            throw TableStorageError(code: .storage, message: "a stored row is not a JSON object")
+        }
+        return TableRow(
+            id: row[0], createdAt: row[1], updatedAt: row[2], version: row[3], deleted: row[4] as Int64 != 0,
+            fields: fields)
+    }
+
+    private static func write(_ db: Database, _ table: String, _ row: TableRow, insert: Bool) throws {
+        let data = JSONValue.object(row.fields).jsonString()
+        if insert {
+            try db.execute(
+                sql:
+                    "INSERT INTO \(sqlTable(table)) (id, created_at, updated_at, version, deleted, data) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [row.id, row.createdAt, row.updatedAt, row.version, row.deleted ? 1 : 0, data])
+        } else {
+            try db.execute(
+                sql: "UPDATE \(sqlTable(table)) SET updated_at = ?, version = ?, deleted = ?, data = ? WHERE id = ?",
+                arguments: [row.updatedAt, row.version, row.deleted ? 1 : 0, data, row.id])
+        }
+    }
+
+    func insert(_ table: String, id: String, fields: JSONObject) async throws(TableStorageError) -> TableRow {
+        try await run { db in
+            if let existing = try Self.fetch(db, table, id: id) {
+                throw TableStorageError(code: .exists, message: "an item with id '\(id)' exists", current: existing)
+            }
+            let clock = try self.tick(db)
+            let row = TableRow(
+                id: id, createdAt: clock.updatedAt, updatedAt: clock.updatedAt, version: clock.version, deleted: false,
+                fields: fields)
+            try Self.write(db, table, row, insert: true)
+            return row
+        }
+    }
+
+    func row(_ table: String, id: String) async throws(TableStorageError) -> TableRow? {
+        try await read { db in try Self.fetch(db, table, id: id) }
+    }
+
+    /// Loads the row a write is about, checking that it exists and has the expected version.
+    private static func current(_ db: Database, _ table: String, id: String, expectedVersion: Int64?) throws -> TableRow
+    {
+        guard let row = try fetch(db, table, id: id) else {
+            throw TableStorageError(code: .notFound, message: "The item does not exist")
+        }
+        if let expectedVersion, expectedVersion != row.version {
+            throw TableStorageError(
+                code: .versionMismatch, message: "the item has changed since version was read", current: row)
+        }
+        return row
+    }
+
+    func update(_ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?)
+        async throws(TableStorageError) -> TableRow
+    {
+        try await run { db in
+            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion)
+            if replace {
+                row.fields = fields
+            } else {
+                for (key, value) in fields.members {
+                    if let i = row.fields.members.firstIndex(where: { $0.key == key }) {
+                        row.fields.members[i].value = value
+                    } else {
+                        row.fields.members.append((key: key, value: value))
+                    }
+                }
+            }
+            (row.updatedAt, row.version) = try self.tick(db)
+            try Self.write(db, table, row, insert: false)
+            return row
+        }
+    }
+
+    func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?) async throws(TableStorageError)
+        -> TableRow
+    {
+        try await run { db in
+            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion)
+            if soft {
+                row.deleted = true
+                (row.updatedAt, row.version) = try self.tick(db)
+                try Self.write(db, table, row, insert: false)
+            } else {
+                try db.execute(sql: "DELETE FROM \(Self.sqlTable(table)) WHERE id = ?", arguments: [id])
+            }
+            return row
+        }
+    }
+
+    func undelete(_ table: String, id: String, expectedVersion: Int64?) async throws(TableStorageError) -> TableRow {
+        try await run { db in
+            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion)
+            row.deleted = false
+            (row.updatedAt, row.version) = try self.tick(db)
+            try Self.write(db, table, row, insert: false)
+            return row
+        }
+    }
+
+    /// How a request's names reach the columns: the system properties under the request's
+    /// names, every other name a field of the row's JSON.
+    struct Columns: TableColumns {
+        var wire: TableWire
+
+        func column(_ member: String) -> (sql: String, kind: ColumnKind)? {
+            if member == "id" { return ("id", .text) }
+            switch wire.systemProperty(named: member) {
+            case .createdAt: return ("created_at", .date)
+            case .updatedAt: return ("updated_at", .date)
+            case .version: return ("version", .json)
+            case .deleted: return ("deleted", .bool)
+            case nil: return ("json_extract(data, '$.\"\(member)\"')", .json)
+            }
+        }
+    }
+
+    func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
+        rows: [TableRow], count: Int?
+    ) {
+        let columns = Columns(wire: wire)
+        var condition = SQLFragment(query.includeDeleted ? "1" : "deleted = 0")
+        if let filter = query.filter {
+            do {
+                condition = SQLFragment("(") + condition + SQLFragment(") AND ") + (try filter.sql(columns))
+            } catch {
+                throw TableStorageError(code: .badQuery, message: error.description)
+            }
+        }
+        var order: [String] = []
+        for term in query.orderBy {
+            guard let column = columns.column(term.field) else {
+                throw TableStorageError(code: .badQuery, message: "$orderby: the table has no field '\(term.field)'")
+            }
+            order.append(column.sql + (term.descending ? " DESC" : " ASC"))
+        }
+        order.append("id ASC")
+        let arguments = StatementArguments(condition.arguments.map(\.databaseValue))
+        let t = Self.sqlTable(table)
+        let select =
+            "SELECT id, created_at, updated_at, version, deleted, data FROM \(t) WHERE \(condition.sql) ORDER BY \(order.joined(separator: ", ")) LIMIT \(max(0, query.top)) OFFSET \(max(0, query.skip))"
+        let countSQL = query.includeCount ? "SELECT count(*) FROM \(t) WHERE \(condition.sql)" : nil
+        return try await read { db in
+            let rows = try Row.fetchAll(db, sql: select, arguments: arguments).map(Self.decode)
+            let count = try countSQL.map { try Int.fetchOne(db, sql: $0, arguments: arguments) ?? 0 }
+            return (rows, count)
+        }
+    }
+}
+
+extension SQLArgument {
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .text(let s): s.databaseValue
+        case .integer(let i): i.databaseValue
+        case .real(let d): d.databaseValue
+        case .null: .null
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import Flatland
+import FlatlandJSON
+
+/// A table the server serves at `/tables/{name}`.
+public struct TableDefinition: Sendable, Hashable {
+    /// The table's name, as it stands in the path.
+    public var name: String
+    /// Whether a delete marks the row `deleted` (kept, and sent to incremental pulls) instead of
+    /// removing it.
+    public var softDelete: Bool
+
+    /// A table of free-form JSON rows.
+    public init(name: String, softDelete: Bool = true) {
+        self.name = name
+        self.softDelete = softDelete
+    }
+
+    /// Whether `name` may name a table: 1 to 64 letters, digits, `_` or `-`.
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64
+            && name.utf8.allSatisfy { b in
+                (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x5F
+                    || b == 0x2D
+            }
+    }
+}
+
+/// One row of a table as the server keeps it: the client's fields and the system properties
+/// the server sets.
+struct TableRow: Sendable, Equatable {
+    var id: String
+    /// Microseconds since the epoch.
+    var createdAt: Int64
+    /// Microseconds since the epoch; strictly increasing over every write to the table.
+    var updatedAt: Int64
+    /// Changes on every write; sent as the ETag.
+    var version: Int64
+    var deleted: Bool
+    /// The client's fields, in the order they were first written (no id, no system property).
+    var fields: JSONObject
+
+    /// The opaque version string: the counter's eight bytes, big-endian, in base64 (as the Azure
+    /// servers' `rowversion`s look).
+    var versionString: String { TableRow.versionString(version) }
+
+    static func versionString(_ version: Int64) -> String {
+        var bytes: [UInt8] = []
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: version >> shift)) }
+        return base64(bytes)
+    }
+
+    /// The counter a version string names, or nil when it names none.
+    static func version(from text: String) -> Int64? {
+        guard let bytes = unbase64(text), bytes.count == 8 else { return nil }
+        return bytes.reduce(Int64(0)) { $0 << 8 | Int64($1) }
+    }
+
+    /// A date as the server writes it: UTC, microseconds.
+    static func dateString(_ micros: Int64) -> String {
+        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
+        return ISO8601.format(
+            seconds: Int(seconds), fraction: Int(micros - seconds * 1_000_000), digits: 6, suffix: "Z")
+    }
+
+    /// The row as JSON for a client of `version`: `id`, the fields, then the system
+    /// properties under the protocol's names (v1: only those in `systemProperties`).
+    func json(_ wire: TableWire, select: [String]? = nil) -> JSONObject {
+        var object = JSONObject()
+        func wanted(_ name: String) -> Bool { select.map { $0.contains(name) } ?? true }
+        object.members.append((key: "id", value: .string(id)))
+        for (key, value) in fields.members where wanted(key) { object.members.append((key: key, value: value)) }
+        for property in wire.systemProperties {
+            let name = property.name(wire.version)
+            guard wanted(name) else { continue }
+            let value: JSONValue
+            switch property {
+            case .createdAt: value = .string(Self.dateString(createdAt))
+            case .updatedAt: value = .string(Self.dateString(updatedAt))
+            case .version: value = .string(versionString)
+            case .deleted: value = .bool(deleted)
+            }
+            object.members.append((key: name, value: value))
+        }
+        return object
+    }
+}
+
+/// The protocol version of one request, and what it asked for.
+struct TableWire: Sendable, Equatable {
+    enum Version: Sendable, Equatable { case v1, v2, v3 }
+    enum SystemProperty: Sendable, Equatable, CaseIterable {
+        case createdAt, updatedAt, version, deleted
+        func name(_ version: Version) -> String {
+            let base: String
+            switch self {
+            case .createdAt: base = "createdAt"
+            case .updatedAt: base = "updatedAt"
+            case .version: base = "version"
+            case .deleted: base = "deleted"
+            }
+            return version == .v1 ? "__" + base : base
+        }
+    }
+
+    var version: Version
+    /// The system properties a response carries: v2 all, v3 all but `createdAt`, v1 those asked
+    /// for with `__systemproperties`.
+    var systemProperties: [SystemProperty]
+
+    static let v2 = TableWire(version: .v2, systemProperties: SystemProperty.allCases)
+    static let v3 = TableWire(version: .v3, systemProperties: [.updatedAt, .version, .deleted])
+
+    /// The system property a wire name names in this version, if any.
+    func systemProperty(named name: String) -> SystemProperty? {
+        SystemProperty.allCases.first { $0.name(version) == name && (version != .v3 || $0 != .createdAt) }
+    }
+}
+
+private let base64Alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+func base64(_ bytes: [UInt8]) -> String {
+    var out: [UInt8] = []
+    var i = 0
+    while i < bytes.count {
+        let n = min(3, bytes.count - i)
+        var chunk: UInt32 = 0
+        for k in 0..<3 { chunk = chunk << 8 | UInt32(k < n ? bytes[i + k] : 0) }
+        for k in 0..<4 {
+            out.append(k <= n ? base64Alphabet[Int(chunk >> UInt32(18 - 6 * k) & 63)] : UInt8(ascii: "="))
+        }
+        i += 3
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+func unbase64(_ text: String) -> [UInt8]? {
+    let bytes = Array(text.utf8)
+    guard bytes.count % 4 == 0 else { return nil }
+    var out: [UInt8] = []
+    var i = 0
+    while i < bytes.count {
+        var chunk: UInt32 = 0
+        var pad = 0
+        for k in 0..<4 {
+            let c = bytes[i + k]
+            let v: UInt32
+            if c == UInt8(ascii: "=") {
+                guard i + 4 == bytes.count, k >= 2 else { return nil }
+                pad += 1
+                v = 0
+            } else {
+                guard pad == 0, let index = base64Alphabet.firstIndex(of: c) else { return nil }
+                v = UInt32(index)
+            }
+            chunk = chunk << 6 | v
+        }
+        for k in 0..<(3 - pad) { out.append(UInt8(truncatingIfNeeded: chunk >> UInt32(16 - 8 * k))) }
+        i += 4
+    }
+    return out
+}

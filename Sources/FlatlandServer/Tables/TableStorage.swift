@@ -1,0 +1,59 @@
+import FlatlandJSON
+
+/// What a query of a table asks the storage for.
+struct TableRowQuery: Sendable {
+    var filter: ODataFilter?
+    var orderBy: [(field: String, descending: Bool)] = []
+    var skip = 0
+    var top: Int
+    var includeDeleted = false
+    var includeCount = false
+}
+
+/// A write or read the storage refused, with the row as it is where that matters.
+struct TableStorageError: Error, Sendable, CustomStringConvertible {
+    enum Code: Sendable, Equatable {
+        /// No row with that id (or a soft-deleted one, where deleted rows are not asked for).
+        case notFound
+        /// An insert of an id that exists; `current` is the existing row.
+        case exists
+        /// A write whose expected version is not the row's; `current` is the row.
+        case versionMismatch
+        /// A filter or order that cannot be run against the table.
+        case badQuery
+        /// The database failed.
+        case storage
+    }
+
+    var code: Code
+    var message: String
+    var current: TableRow?
+
+    var description: String { message }
+}
+
+/// Where the table server keeps its rows: SQLite (embedded) today.
+///
+/// Every write is one transaction; `updatedAt` comes from the storage's clock and is strictly
+/// increasing over every write, `version` from its counter.
+protocol TableStorage: Sendable {
+    /// Creates what the tables need (idempotent).
+    func prepare(_ tables: [TableDefinition]) async throws(TableStorageError)
+    /// Inserts a row; fails with ``TableStorageError/Code/exists`` (and the existing row).
+    func insert(_ table: String, id: String, fields: JSONObject) async throws(TableStorageError) -> TableRow
+    /// The row with this id, soft-deleted or not.
+    func row(_ table: String, id: String) async throws(TableStorageError) -> TableRow?
+    /// Writes fields into a row: merged (PATCH) or replacing them (PUT). With an expected version,
+    /// fails with ``TableStorageError/Code/versionMismatch`` unless it is the row's.
+    func update(_ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?)
+        async throws(TableStorageError) -> TableRow
+    /// Deletes a row: marks it deleted (soft) or removes it. Returns the row as it ends.
+    func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?) async throws(TableStorageError)
+        -> TableRow
+    /// Clears a row's `deleted` mark.
+    func undelete(_ table: String, id: String, expectedVersion: Int64?) async throws(TableStorageError) -> TableRow
+    /// The rows a query selects, and their number when asked for.
+    func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
+        rows: [TableRow], count: Int?
+    )
+}

@@ -1,0 +1,192 @@
+import FlatlandJSON
+import Foundation
+import Testing
+
+@testable import FlatlandServer
+
+/// The table server's storage: system properties, versions, soft delete, queries.
+@Suite struct TableStorageTests {
+    /// A storage on a fake clock that stands still unless moved, so that ticks are visible.
+    final class Clock: @unchecked Sendable {
+        let lock = NSLock()
+        var micros: Int64 = 1_700_000_000_000_000
+        func now() -> Int64 { lock.withLock { micros } }
+        func advance(_ by: Int64) { lock.withLock { micros += by } }
+    }
+
+    private func storage(_ clock: Clock = Clock(), path: String? = nil) async throws -> SQLiteTableStorage {
+        let storage = try SQLiteTableStorage(path: path, now: { clock.now() })
+        try await storage.prepare([TableDefinition(name: "todoitem")])
+        return storage
+    }
+
+    private func fields(_ text: String) throws -> JSONObject {
+        guard case .object(let o) = try JSONValue(parsing: text) else {
+            throw TableStorageError(code: .storage, message: "")
+        }
+        return o
+    }
+
+    @Test func insertSetsEverySystemProperty() async throws {
+        let s = try await storage()
+        let row = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk","complete":false}"#))
+        #expect(row.createdAt == row.updatedAt)
+        #expect(row.version == 1)
+        #expect(!row.deleted)
+        #expect(try await s.row("todoitem", id: "a") == row)
+        #expect(
+            JSONValue.object(row.json(.v2)).jsonString()
+                == #"{"id":"a","text":"milk","complete":false,"createdAt":"2023-11-14T22:13:20.000000Z","updatedAt":"2023-11-14T22:13:20.000000Z","version":"AAAAAAAAAAE=","deleted":false}"#
+        )
+        #expect(
+            JSONValue.object(row.json(.v3)).jsonString()
+                == #"{"id":"a","text":"milk","complete":false,"updatedAt":"2023-11-14T22:13:20.000000Z","version":"AAAAAAAAAAE=","deleted":false}"#
+        )
+    }
+
+    @Test func everyWriteGetsANewVersionAndALaterUpdatedAtEvenWhenTheClockStandsStill() async throws {
+        let s = try await storage()
+        var last = try await s.insert("todoitem", id: "a", fields: try fields(#"{"n":0}"#))
+        for n in 1...20 {
+            let row = try await s.update(
+                "todoitem", id: "a", fields: try fields(#"{"n":\#(n)}"#), replace: false, expectedVersion: nil)
+            #expect(row.updatedAt > last.updatedAt)
+            #expect(row.version != last.version)
+            #expect(row.createdAt == last.createdAt)
+            last = row
+        }
+    }
+
+    @Test func patchMergesAndPutReplaces() async throws {
+        let s = try await storage()
+        _ = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk","complete":false}"#))
+        let merged = try await s.update(
+            "todoitem", id: "a", fields: try fields(#"{"complete":true,"due":null}"#), replace: false,
+            expectedVersion: nil)
+        #expect(JSONValue.object(merged.fields).jsonString() == #"{"text":"milk","complete":true,"due":null}"#)
+        let replaced = try await s.update(
+            "todoitem", id: "a", fields: try fields(#"{"text":"bread"}"#), replace: true, expectedVersion: nil)
+        #expect(JSONValue.object(replaced.fields).jsonString() == #"{"text":"bread"}"#)
+    }
+
+    @Test func aStaleVersionIsRefusedWithTheCurrentRowAndChangesNothing() async throws {
+        let s = try await storage()
+        let first = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
+        let second = try await s.update(
+            "todoitem", id: "a", fields: try fields(#"{"text":"oat milk"}"#), replace: false,
+            expectedVersion: first.version)
+        await #expect {
+            _ = try await s.update(
+                "todoitem", id: "a", fields: try fields(#"{"text":"soy"}"#), replace: false,
+                expectedVersion: first.version)
+        } throws: { error in
+            let e = error as? TableStorageError
+            return e?.code == .versionMismatch && e?.current == second
+        }
+        await #expect(throws: TableStorageError.self) {
+            _ = try await s.delete("todoitem", id: "a", soft: true, expectedVersion: first.version)
+        }
+        #expect(try await s.row("todoitem", id: "a") == second)
+    }
+
+    @Test func insertingAnIdThatExistsGivesTheExistingRow() async throws {
+        let s = try await storage()
+        let first = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
+        await #expect {
+            _ = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"other"}"#))
+        } throws: { error in
+            (error as? TableStorageError)?.code == .exists && (error as? TableStorageError)?.current == first
+        }
+    }
+
+    @Test func softDeleteBumpsUpdatedAtAndHidesTheRowUnlessAskedFor() async throws {
+        let s = try await storage()
+        let row = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
+        _ = try await s.insert("todoitem", id: "b", fields: try fields(#"{"text":"bread"}"#))
+        let deleted = try await s.delete("todoitem", id: "a", soft: true, expectedVersion: row.version)
+        #expect(deleted.deleted)
+        #expect(deleted.updatedAt > row.updatedAt)
+        let visible = try await s.query("todoitem", TableRowQuery(top: 50), wire: .v2)
+        #expect(visible.rows.map(\.id) == ["b"])
+        let all = try await s.query("todoitem", TableRowQuery(top: 50, includeDeleted: true), wire: .v2)
+        #expect(all.rows.map(\.id) == ["a", "b"])
+        let back = try await s.undelete("todoitem", id: "a", expectedVersion: deleted.version)
+        #expect(!back.deleted)
+        #expect(back.updatedAt > deleted.updatedAt)
+    }
+
+    @Test func hardDeleteRemovesTheRow() async throws {
+        let s = try await storage()
+        _ = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
+        _ = try await s.delete("todoitem", id: "a", soft: false, expectedVersion: nil)
+        #expect(try await s.row("todoitem", id: "a") == nil)
+        await #expect(throws: TableStorageError.self) {
+            _ = try await s.delete("todoitem", id: "a", soft: false, expectedVersion: nil)
+        }
+    }
+
+    @Test func queriesFilterOrderAndPageUnderEachProtocolsNames() async throws {
+        let clock = Clock()
+        let s = try await storage(clock)
+        for i in 0..<120 {
+            clock.advance(1000)
+            _ = try await s.insert(
+                "todoitem", id: String(format: "id%03d", i), fields: try fields(#"{"n":\#(i),"even":\#(i % 2 == 0)}"#))
+        }
+        var query = TableRowQuery(
+            filter: try ODataFilter.parse("even eq true and n ge 10"), top: 50, includeCount: true)
+        query.orderBy = [(field: "n", descending: true)]
+        let first = try await s.query("todoitem", query, wire: .v2)
+        #expect(first.count == 55)
+        #expect(first.rows.count == 50)
+        #expect(first.rows.first?.id == "id118")
+        query.skip = 50
+        let second = try await s.query("todoitem", query, wire: .v2)
+        #expect(second.rows.map(\.id) == ["id018", "id016", "id014", "id012", "id010"])
+
+        let token = first.rows[10].updatedAt
+        let v1 = TableWire(version: .v1, systemProperties: [.updatedAt])
+        var byUpdatedAt = TableRowQuery(
+            filter: try ODataFilter.parse(
+                "__updatedAt ge datetimeoffset'\(TableRow.dateString(token))'"), top: 1000)
+        byUpdatedAt.orderBy = [(field: "__updatedAt", descending: false)]
+        let later = try await s.query("todoitem", byUpdatedAt, wire: v1)
+        #expect(later.rows.first?.updatedAt == token)
+        let n = try #require(try first.rows[10].fields["n"]?.numberValue?.int64())
+        #expect(later.rows.count == 120 - Int(n))
+    }
+
+    @Test func aDateComparedWithTextIsABadQuery() async throws {
+        let s = try await storage()
+        await #expect {
+            _ = try await s.query(
+                "todoitem", TableRowQuery(filter: try ODataFilter.parse("updatedAt eq 'yesterday'"), top: 5), wire: .v2)
+        } throws: { ($0 as? TableStorageError)?.code == .badQuery }
+    }
+
+    @Test func versionsRoundTripThroughTheirText() {
+        for v: Int64 in [0, 1, 255, 256, 1 << 40, .max] {
+            #expect(TableRow.version(from: TableRow.versionString(v)) == v)
+        }
+        #expect(TableRow.version(from: "not base64") == nil)
+        #expect(TableRow.version(from: "AAAA") == nil)
+        #expect(TableRow.versionString(1) == "AAAAAAAAAAE=")
+    }
+
+    @Test func rowsSurviveAReopenOfTheFile() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tables-\(UUID().uuidString).sqlite")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let clock = Clock()
+        do {
+            let s = try await storage(clock, path: path)
+            _ = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
+        }
+        let s = try await storage(clock, path: path)
+        let row = try #require(try await s.row("todoitem", id: "a"))
+        #expect(row.fields["text"] == .string("milk"))
+        let next = try await s.insert("todoitem", id: "b", fields: try fields("{}"))
+        #expect(next.version == 2)
+        #expect(next.updatedAt > row.updatedAt)
+    }
+}
