@@ -1,0 +1,432 @@
+import Flatland
+import FlatlandJSON
+import Foundation
+
+/// The `/tables/{name}` routes: the table protocol (v1, v2, v3) over a ``TableStorage``.
+///
+/// The protocol of a request is read from its `ZUMO-API-VERSION` (header or query parameter):
+/// `2.0.x` is v2, `3.0.0` is v3; a request without one is v1 when v1 is served, and anything else
+/// is a 400 that says what to send.
+struct TableAPI: Sendable {
+    /// Which protocol versions are served, and how.
+    struct Configuration: Sendable {
+        var tables: [TableDefinition] = [TableDefinition(name: "todoitem")]
+        var protocols: Set<TableWire.Version> = [.v2, .v3]
+        /// Rows in a page when the request gives no `$top`.
+        var pageSize = 50
+        /// The largest `$top` accepted; more is a 400.
+        var maxTop = 1000
+    }
+
+    let storage: any TableStorage
+    let configuration: Configuration
+    private let tables: [String: TableDefinition]
+
+    init(storage: any TableStorage, configuration: Configuration) {
+        self.storage = storage
+        self.configuration = configuration
+        var tables: [String: TableDefinition] = [:]
+        for table in configuration.tables { tables[table.name.lowercased()] = table }
+        self.tables = tables
+    }
+
+    typealias Reply = SampleAPI.Reply
+
+    static func error(_ status: Int, _ message: String) -> Reply {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("error")
+        writer.string(message)
+        writer.endObject()
+        return Reply(status: status, body: writer.bytes)
+    }
+
+    /// The reply to a request whose path starts with `/tables`, or nil for any other path.
+    func respond(
+        method: String, path: String, query: [String: String], headers: [String: String], body: [UInt8],
+        baseURL: String
+    ) async -> Reply? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        guard parts.first == "tables" else { return nil }
+        guard parts.count == 2 || parts.count == 3, !parts[1].isEmpty else {
+            return Self.error(404, "no such route: \(path)")
+        }
+        guard let table = tables[parts[1].lowercased()] else { return Self.error(404, "no table '\(parts[1])'") }
+        let wire: TableWire
+        switch protocolVersion(query: query, headers: headers) {
+        case .failure(let refusal): return refusal.reply
+        case .success(let w): wire = w
+        }
+        let id = parts.count == 3 ? parts[2].removingPercentEncoding ?? parts[2] : nil
+        if let id, let problem = Self.idProblem(id) { return Self.error(400, problem) }
+        let request = TableRequest(
+            api: self, table: table, wire: wire, query: query, headers: headers, body: body, baseURL: baseURL)
+        switch (method, id) {
+        case ("GET", nil): return await request.list(path: path)
+        case ("GET", let id?): return await request.lookup(id)
+        case ("POST", nil): return await request.insert()
+        case ("POST", let id?): return await request.undelete(id)
+        case ("PATCH", let id?): return await request.update(id, replace: false)
+        case ("PUT", let id?): return await request.update(id, replace: true)
+        case ("DELETE", let id?): return await request.delete(id)
+        default: return Self.error(405, "\(method) is not allowed on \(path)")
+        }
+    }
+
+    /// Why `id` cannot be a row's id, or nil when it can.
+    static func idProblem(_ id: String) -> String? {
+        if id.isEmpty { return "an id cannot be empty" }
+        if id.utf8.count > 255 { return "an id cannot be longer than 255 bytes" }
+        if id.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0x2F }) {
+            return "an id cannot hold '/' or control characters"
+        }
+        return nil
+    }
+
+    private func protocolVersion(query: [String: String], headers: [String: String]) -> Result<TableWire, TableRefusal>
+    {
+        let given =
+            query.first { $0.key.lowercased() == "zumo-api-version" }?.value ?? headers["zumo-api-version"]
+        guard let given else {
+            guard configuration.protocols.contains(.v1) else {
+                return .failure(
+                    TableRefusal(
+                        Self.error(
+                            400,
+                            "this request needs a ZUMO-API-VERSION of 2.0.0 or 3.0.0 (header or query parameter)")))
+            }
+            let asked = query.first { $0.key.lowercased() == "__systemproperties" }?.value ?? ""
+            return .success(TableWire(version: .v1, systemProperties: Self.v1SystemProperties(asked)))
+        }
+        let parts = given.split(separator: ".")
+        if parts.count == 3, parts[0] == "2", parts[1] == "0", Int(parts[2]) != nil,
+            configuration.protocols.contains(.v2)
+        {
+            return .success(.v2)
+        }
+        if given == "3.0.0", configuration.protocols.contains(.v3) { return .success(.v3) }
+        let served = [TableWire.Version.v2, .v3].filter { configuration.protocols.contains($0) }
+            .map { $0 == .v2 ? "2.0.0" : "3.0.0" }
+        return .failure(
+            TableRefusal(
+                Self.error(
+                    400,
+                    "ZUMO-API-VERSION '\(given)' is not served here; send \(served.joined(separator: " or "))")))
+    }
+
+    /// The system properties v1's `__systemproperties` asks for (`*` for all; names with or
+    /// without `__`); none when absent.
+    static func v1SystemProperties(_ list: String) -> [TableWire.SystemProperty] {
+        if list.trimmingCharacters(in: .whitespaces) == "*" { return TableWire.SystemProperty.allCases }
+        let names = Set(
+            list.split(separator: ",").map {
+                var name = $0.trimmingCharacters(in: .whitespaces).lowercased()
+                if name.hasPrefix("__") { name.removeFirst(2) }
+                return name
+            })
+        return TableWire.SystemProperty.allCases.filter { names.contains($0.name(.v2).lowercased()) }
+    }
+}
+
+/// One request to a table.
+struct TableRequest {
+    let api: TableAPI
+    let table: TableDefinition
+    let wire: TableWire
+    let query: [String: String]
+    let headers: [String: String]
+    let body: [UInt8]
+    let baseURL: String
+
+    typealias Reply = TableAPI.Reply
+
+    private var storage: any TableStorage { api.storage }
+
+    private func parameter(_ name: String) -> String? {
+        query.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+
+    private var includeDeleted: Bool { parameter("__includeDeleted")?.lowercased() == "true" }
+
+    private func rowReply(_ row: TableRow, status: Int = 200) -> Reply {
+        var reply = Reply(status: status, body: JSONValue.object(row.json(wire)).jsonBytes)
+        reply.headers.append(("ETag", "\"\(row.versionString)\""))
+        return reply
+    }
+
+    private func failure(_ error: TableStorageError) -> Reply {
+        switch error.code {
+        case .notFound: return TableAPI.error(404, "The item does not exist")
+        case .badQuery: return TableAPI.error(400, error.message)
+        case .exists, .versionMismatch:
+            guard let current = error.current else { return TableAPI.error(409, error.message) }
+            return rowReply(current, status: 409)
+        case .storage: return TableAPI.error(500, error.message)
+        }
+    }
+
+    /// The body as a JSON object: its client fields, and the version it carries under the
+    /// protocol's name.
+    private func parseBody() -> Result<(fields: JSONObject, id: String?, version: String?), TableRefusal> {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: body)
+        } catch {
+            return .failure(TableRefusal(TableAPI.error(400, "the body is not valid JSON: \(error)")))
+        }
+        guard case .object(let object) = value else {
+            return .failure(TableRefusal(TableAPI.error(400, "the body must be a JSON object")))
+        }
+        var fields = JSONObject()
+        var id: String?
+        var version: String?
+        var seen = Set<String>()
+        for (key, value) in object.members {
+            guard seen.insert(key).inserted else {
+                return .failure(TableRefusal(TableAPI.error(400, "the member '\(key)' is given twice")))
+            }
+            if key == "id" {
+                guard case .string(let s) = value else {
+                    if value == .null { continue }
+                    return .failure(TableRefusal(TableAPI.error(400, "id must be a string")))
+                }
+                id = s
+            } else if let property = wire.systemProperty(named: key) {
+                if property == .version, case .string(let s) = value { version = s }
+            } else if wire.version == .v1, key.hasPrefix("__") {
+                return .failure(TableRefusal(TableAPI.error(400, "'\(key)' is not a system property")))
+            } else {
+                fields.members.append((key: key, value: value))
+            }
+        }
+        return .success((fields, id, version))
+    }
+
+    /// The version an `If-Match` names (`"…"`, `W/"…"`), `.some(nil)` for `*`, nil when absent;
+    /// a version no row can have reads as -1.
+    private func ifMatch() -> Int64?? {
+        guard var text = headers["if-match"]?.trimmingCharacters(in: .whitespaces) else { return nil }
+        if text == "*" { return .some(nil) }
+        if text.hasPrefix("W/") { text.removeFirst(2) }
+        if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = String(text.dropFirst().dropLast()) }
+        text = text.replacingOccurrences(of: "\\\"", with: "\"")
+        return .some(TableRow.version(from: text) ?? -1)
+    }
+
+    func lookup(_ id: String) async -> Reply {
+        let row: TableRow?
+        do { row = try await storage.row(table.name, id: id) } catch { return failure(error) }
+        guard let row else { return TableAPI.error(404, "The item does not exist") }
+        if row.deleted, !includeDeleted {
+            return wire.version == .v3
+                ? TableAPI.error(410, "The item is deleted") : TableAPI.error(404, "The item does not exist")
+        }
+        if let tag = headers["if-none-match"] {
+            let tags = tag.split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "W/", with: "")
+            }
+            if tags.contains("*") || tags.contains("\"\(row.versionString)\"") {
+                var reply = Reply(status: 304)
+                reply.headers.append(("ETag", "\"\(row.versionString)\""))
+                return reply
+            }
+        }
+        return rowReply(row)
+    }
+
+    func insert() async -> Reply {
+        let parsed: (fields: JSONObject, id: String?, version: String?)
+        switch parseBody() {
+        case .failure(let refusal): return refusal.reply
+        case .success(let p): parsed = p
+        }
+        let id = parsed.id ?? UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        if let problem = TableAPI.idProblem(id) { return TableAPI.error(400, problem) }
+        do {
+            let row = try await storage.insert(table.name, id: id, fields: parsed.fields)
+            var reply = rowReply(row, status: 201)
+            reply.headers.append(("Location", baseURL + TableQueryPath.rowPath(table.name, id)))
+            return reply
+        } catch {
+            return failure(error)
+        }
+    }
+
+    /// The expected version of a write: `If-Match` (a mismatch is a 412), else the body's
+    /// version (a mismatch is a 409, the v2 servers' rule), else none.
+    private func expectation(bodyVersion: String?) -> (version: Int64?, fromHeader: Bool) {
+        if let header = ifMatch() { return (header ?? nil, true) }
+        if let bodyVersion { return (TableRow.version(from: bodyVersion) ?? -1, false) }
+        return (nil, false)
+    }
+
+    private func conditional(_ fromHeader: Bool, _ error: TableStorageError) -> Reply {
+        guard error.code == .versionMismatch, let current = error.current else { return failure(error) }
+        return rowReply(current, status: fromHeader ? 412 : 409)
+    }
+
+    func update(_ id: String, replace: Bool) async -> Reply {
+        let parsed: (fields: JSONObject, id: String?, version: String?)
+        switch parseBody() {
+        case .failure(let refusal): return refusal.reply
+        case .success(let p): parsed = p
+        }
+        if let bodyID = parsed.id, bodyID != id {
+            return TableAPI.error(400, "the body's id '\(bodyID)' is not the id in the path")
+        }
+        let expected = expectation(bodyVersion: parsed.version)
+        do {
+            if let row = try await storage.row(table.name, id: id), row.deleted, !includeDeleted,
+                wire.version == .v3
+            {
+                return TableAPI.error(410, "The item is deleted")
+            }
+            let row = try await storage.update(
+                table.name, id: id, fields: parsed.fields, replace: replace, expectedVersion: expected.version)
+            return rowReply(row)
+        } catch {
+            return conditional(expected.fromHeader, error)
+        }
+    }
+
+    func delete(_ id: String) async -> Reply {
+        let expected = expectation(bodyVersion: nil)
+        do {
+            if let row = try await storage.row(table.name, id: id), row.deleted {
+                return wire.version == .v3
+                    ? TableAPI.error(410, "The item is deleted") : TableAPI.error(404, "The item does not exist")
+            }
+            let row = try await storage.delete(
+                table.name, id: id, soft: table.softDelete, expectedVersion: expected.version)
+            return wire.version == .v3 ? Reply(status: 204) : rowReply(row)
+        } catch {
+            return conditional(expected.fromHeader, error)
+        }
+    }
+
+    func undelete(_ id: String) async -> Reply {
+        let expected = expectation(bodyVersion: nil)
+        do {
+            let row = try await storage.undelete(table.name, id: id, expectedVersion: expected.version)
+            return rowReply(row)
+        } catch {
+            return conditional(expected.fromHeader, error)
+        }
+    }
+
+    func list(path: String) async -> Reply {
+        var rowQuery = TableRowQuery(top: api.configuration.pageSize)
+        if let filter = parameter("$filter") {
+            do { rowQuery.filter = try ODataFilter.parse(filter) } catch {
+                return TableAPI.error(400, error.description)
+            }
+        }
+        if let order = parameter("$orderby") {
+            for term in order.split(separator: ",") {
+                let words = term.split(separator: " ")
+                guard let field = words.first, words.count <= 2,
+                    words.count == 1 || ["asc", "desc"].contains(words[1].lowercased())
+                else { return TableAPI.error(400, "$orderby: '\(term)' is not 'FIELD', 'FIELD asc' or 'FIELD desc'") }
+                rowQuery.orderBy.append((String(field), words.count == 2 && words[1].lowercased() == "desc"))
+            }
+        }
+        var skip = 0
+        if let text = parameter("$skip") {
+            guard let n = Int(text), n >= 0 else {
+                return TableAPI.error(400, "$skip must be a whole number, 0 or more")
+            }
+            skip = n
+        }
+        var top: Int?
+        if let text = parameter("$top") {
+            guard let n = Int(text), n >= 0 else {
+                return TableAPI.error(400, "$top must be a whole number, 0 or more")
+            }
+            guard n <= api.configuration.maxTop else {
+                return TableAPI.error(400, "You cannot request more than \(api.configuration.maxTop) records")
+            }
+            top = n
+        }
+        let select = parameter("$select").map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        rowQuery.skip = skip
+        // One row more than a page, to know whether another page follows.
+        rowQuery.top = (top ?? api.configuration.pageSize) + (top == nil ? 1 : 0)
+        rowQuery.includeDeleted = includeDeleted
+        rowQuery.includeCount =
+            parameter("$inlinecount")?.lowercased() == "allpages" || parameter("$count")?.lowercased() == "true"
+        let result: (rows: [TableRow], count: Int?)
+        do {
+            result = try await storage.query(table.name, rowQuery, wire: wire)
+        } catch {
+            return failure(error)
+        }
+        var rows = result.rows
+        var next: String?
+        if top == nil, rows.count > api.configuration.pageSize {
+            rows.removeLast(rows.count - api.configuration.pageSize)
+            next = nextLink(path: path, skip: skip + rows.count)
+        }
+        let items = JSONValue.array(rows.map { .object($0.json(wire, select: select)) })
+        var reply = Reply(status: 200)
+        switch wire.version {
+        case .v3:
+            var envelope = JSONObject()
+            envelope.members.append((key: "items", value: items))
+            if let count = result.count { envelope.members.append((key: "count", value: .number(JSONNumber(count)))) }
+            if let next { envelope.members.append((key: "nextLink", value: .string(next))) }
+            reply.body = JSONValue.object(envelope).jsonBytes
+        case .v1, .v2:
+            if let count = result.count {
+                reply.body = JSONValue.object(["results": items, "count": .number(JSONNumber(count))]).jsonBytes
+            } else {
+                reply.body = items.jsonBytes
+            }
+            if let next { reply.headers.append(("Link", "<\(next)>; rel=next")) }
+        }
+        return reply
+    }
+
+    /// This request's URL with `$skip` set to `skip`: every other parameter as it came.
+    private func nextLink(path: String, skip: Int) -> String {
+        var items: [String] = []
+        for (key, value) in query.sorted(by: { $0.key < $1.key }) where key.lowercased() != "$skip" {
+            items.append(TableQueryPath.encode(key) + "=" + TableQueryPath.encode(value))
+        }
+        items.append("$skip=\(skip)")
+        return baseURL + path + "?" + items.joined(separator: "&")
+    }
+}
+
+/// Paths and query strings as the table server writes them in `Location` and next links.
+enum TableQueryPath {
+    static func rowPath(_ table: String, _ id: String) -> String { "/tables/" + encode(table) + "/" + encode(id) }
+
+    /// Letters, digits, `-._~$'()*!,:` as they are; every other byte `%XX`.
+    static func encode(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x2E, 0x5F, 0x7E, 0x24, 0x27, 0x28, 0x29, 0x2A, 0x21,
+                0x2C, 0x3A:
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(2)
+            }
+        }
+        return out
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// A request refused before it reached the storage.
+struct TableRefusal: Error {
+    var reply: SampleAPI.Reply
+    init(_ reply: SampleAPI.Reply) { self.reply = reply }
+}

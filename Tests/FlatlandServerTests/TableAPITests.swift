@@ -1,0 +1,214 @@
+import FlatlandJSON
+import Foundation
+import Testing
+
+@testable import FlatlandServer
+
+/// The `/tables` routes, called directly (the HTTP plumbing is tested with the server).
+@Suite struct TableAPITests {
+    struct Client {
+        let api: TableAPI
+        var version: String? = "2.0.0"
+
+        func send(
+            _ method: String, _ path: String, _ body: String = "", headers: [String: String] = [:]
+        ) async -> SampleAPI.Reply {
+            var headers = headers
+            if let version { headers["zumo-api-version"] = version }
+            var query: [String: String] = [:]
+            var route = path
+            if let q = path.firstIndex(of: "?") {
+                route = String(path[..<q])
+                for pair in path[path.index(after: q)...].split(separator: "&") {
+                    let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                    query[kv[0].removingPercentEncoding ?? kv[0]] = (kv.count > 1 ? kv[1] : "").removingPercentEncoding
+                }
+            }
+            return await api.respond(
+                method: method, path: route, query: query, headers: headers, body: Array(body.utf8),
+                baseURL: "http://127.0.0.1:1")
+                ?? SampleAPI.Reply(status: -1)
+        }
+    }
+
+    private func client(
+        _ version: String? = "2.0.0", protocols: Set<TableWire.Version> = [.v2, .v3], softDelete: Bool = true
+    ) async throws -> Client {
+        let storage = try SQLiteTableStorage(path: nil)
+        let table = TableDefinition(name: "todoitem", softDelete: softDelete)
+        try await storage.prepare([table])
+        return Client(
+            api: TableAPI(storage: storage, configuration: .init(tables: [table], protocols: protocols)),
+            version: version)
+    }
+
+    private func json(_ reply: SampleAPI.Reply) throws -> JSONValue { try JSONValue(parsing: reply.body) }
+    private func header(_ reply: SampleAPI.Reply, _ name: String) -> String? {
+        reply.headers.first { $0.0 == name }?.1
+    }
+
+    @Test func theProtocolVersionIsCheckedAndAMissingOneIsV1OnlyWhenServed() async throws {
+        let none = try await client(nil)
+        let r = await none.send("GET", "/tables/todoitem")
+        #expect(r.status == 400)
+        #expect(String(decoding: r.body, as: UTF8.self).contains("ZUMO-API-VERSION"))
+        #expect(await (try client("1.0.0")).send("GET", "/tables/todoitem").status == 400)
+        #expect(await (try client("2.0.7")).send("GET", "/tables/todoitem").status == 200)
+        #expect(await (try client("3.0.0")).send("GET", "/tables/todoitem").status == 200)
+        #expect(await (try client(nil, protocols: [.v1, .v2])).send("GET", "/tables/todoitem").status == 200)
+        #expect(await (try client("3.0.0", protocols: [.v2])).send("GET", "/tables/todoitem").status == 400)
+        #expect(await none.send("GET", "/tables/todoitem?ZUMO-API-VERSION=2.0.0").status == 200)
+    }
+
+    @Test func insertLookupUpdateDeleteInV2() async throws {
+        let c = try await client()
+        let created = await c.send("POST", "/tables/todoitem", #"{"text":"milk","complete":false}"#)
+        #expect(created.status == 201)
+        let row = try json(created)
+        let id = try #require(row["id"]?.stringValue)
+        #expect(id.utf8.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase })
+        let version = try #require(row["version"]?.stringValue)
+        #expect(header(created, "ETag") == "\"\(version)\"")
+        #expect(row["createdAt"] != nil && row["updatedAt"] != nil && row["deleted"] == .bool(false))
+
+        let fetched = await c.send("GET", "/tables/todoitem/\(id)")
+        #expect(fetched.status == 200)
+        #expect(try json(fetched) == row)
+
+        let notModified = await c.send("GET", "/tables/todoitem/\(id)", headers: ["if-none-match": "\"\(version)\""])
+        #expect(notModified.status == 304)
+        #expect(notModified.body.isEmpty)
+
+        let patched = await c.send(
+            "PATCH", "/tables/todoitem/\(id)", #"{"complete":true}"#, headers: ["if-match": "\"\(version)\""])
+        #expect(patched.status == 200)
+        #expect(try json(patched)["text"] == .string("milk"))
+        #expect(try json(patched)["complete"] == .bool(true))
+
+        let stale = await c.send(
+            "PATCH", "/tables/todoitem/\(id)", #"{"text":"soy"}"#, headers: ["if-match": "\"\(version)\""])
+        #expect(stale.status == 412)
+        #expect(try json(stale)["complete"] == .bool(true))
+        #expect(header(stale, "ETag") == header(patched, "ETag"))
+
+        let staleInBody = await c.send("PATCH", "/tables/todoitem/\(id)", #"{"text":"soy","version":"\#(version)"}"#)
+        #expect(staleInBody.status == 409)
+        #expect(try json(staleInBody)["text"] == .string("milk"))
+
+        let again = await c.send("POST", "/tables/todoitem", #"{"id":"\#(id)","text":"dup"}"#)
+        #expect(again.status == 409)
+        #expect(try json(again)["text"] == .string("milk"))
+
+        let deleted = await c.send("DELETE", "/tables/todoitem/\(id)")
+        #expect(deleted.status == 200)
+        #expect(try json(deleted)["deleted"] == .bool(true))
+        #expect(await c.send("GET", "/tables/todoitem/\(id)").status == 404)
+        #expect(await c.send("GET", "/tables/todoitem/\(id)?__includeDeleted=true").status == 200)
+        let undeleted = await c.send("POST", "/tables/todoitem/\(id)", headers: ["if-match": header(deleted, "ETag")!])
+        #expect(undeleted.status == 200)
+        #expect(try json(undeleted)["deleted"] == .bool(false))
+        #expect(await c.send("GET", "/tables/todoitem/nothing").status == 404)
+        #expect(
+            String(decoding: await c.send("GET", "/tables/todoitem/nothing").body, as: UTF8.self)
+                == #"{"error":"The item does not exist"}"#)
+    }
+
+    @Test func v3ReplacesWithPutAnswersDeleteWith204AndDeletedRowsWith410() async throws {
+        let c = try await client("3.0.0")
+        let row = try json(await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"milk","done":false}"#))
+        #expect(row["createdAt"] == nil)
+        let put = await c.send("PUT", "/tables/todoitem/a", #"{"id":"a","text":"bread"}"#)
+        #expect(try json(put)["done"] == nil)
+        #expect(await c.send("DELETE", "/tables/todoitem/a").status == 204)
+        #expect(await c.send("GET", "/tables/todoitem/a").status == 410)
+        #expect(await c.send("DELETE", "/tables/todoitem/a").status == 410)
+    }
+
+    @Test func pagesFollowTheirNextLinksToEveryRowOnce() async throws {
+        for version in ["2.0.0", "3.0.0"] {
+            let c = try await client(version)
+            for i in 0..<123 { _ = await c.send("POST", "/tables/todoitem", #"{"id":"r\#(i)","n":\#(i)}"#) }
+            var seen: [String] = []
+            var next: String? = "/tables/todoitem?$orderby=n"
+            var pages = 0
+            while let path = next {
+                let reply = await c.send("GET", path)
+                #expect(reply.status == 200)
+                let body = try json(reply)
+                let items: [JSONValue]
+                if version == "3.0.0" {
+                    guard case .array(let a)? = body["items"] else { Issue.record("no items"); return }
+                    items = a
+                    next = body["nextLink"]?.stringValue
+                } else {
+                    guard case .array(let a) = body else { Issue.record("not an array"); return }
+                    items = a
+                    next = header(reply, "Link").map { String($0.dropFirst().prefix { $0 != ">" }) }
+                }
+                next = next.map { $0.replacingOccurrences(of: "http://127.0.0.1:1", with: "") }
+                seen += items.compactMap { $0["id"]?.stringValue }
+                pages += 1
+            }
+            #expect(pages == 3)
+            #expect(seen == (0..<123).map { "r\($0)" })
+        }
+    }
+
+    @Test func topUpToTheMaximumIsOneResponseAndMoreIsA400() async throws {
+        let c = try await client()
+        for i in 0..<60 { _ = await c.send("POST", "/tables/todoitem", #"{"id":"r\#(i)"}"#) }
+        let all = await c.send("GET", "/tables/todoitem?$top=1000&$inlinecount=allpages")
+        #expect(try json(all)["count"] == .number(JSONNumber(60)))
+        guard case .array(let rows)? = try json(all)["results"] else { Issue.record("no results"); return }
+        #expect(rows.count == 60)
+        #expect(header(all, "Link") == nil)
+        #expect(await c.send("GET", "/tables/todoitem?$top=1001").status == 400)
+        #expect(await c.send("GET", "/tables/todoitem?$skip=-1").status == 400)
+        #expect(await c.send("GET", "/tables/todoitem?$filter=frob(x)").status == 400)
+        #expect(await c.send("GET", "/tables/todoitem?$filter=updatedAt%20eq%20'x'").status == 400)
+    }
+
+    @Test(arguments: [
+        ("POST", "/tables/todoitem", "{\"text\":"), ("POST", "/tables/todoitem", "[1]"),
+        ("POST", "/tables/todoitem", "{\"id\":5}"), ("POST", "/tables/todoitem", "{\"id\":\"a/b\"}"),
+        ("POST", "/tables/todoitem", "{\"id\":\"a\\u0001\"}"), ("POST", "/tables/todoitem", "{\"a\":1,\"a\":2}"),
+        ("PATCH", "/tables/todoitem/keep", "{\"id\":\"other\"}"), ("PATCH", "/tables/todoitem/keep", "nope"),
+        ("GET", "/tables/nosuchtable", ""), ("GET", "/tables/todoitem/a%2Fb", ""),
+    ])
+    func badInputIsA4xxAndChangesNothing(method: String, path: String, body: String) async throws {
+        let c = try await client()
+        let before = try json(await c.send("POST", "/tables/todoitem", #"{"id":"keep","text":"x"}"#))
+        let reply = await c.send(method, path, body)
+        #expect((400..<500).contains(reply.status))
+        #expect(try json(reply)["error"]?.stringValue != nil)
+        let after = try json(await c.send("GET", "/tables/todoitem?$inlinecount=allpages"))
+        #expect(after["count"] == .number(JSONNumber(1)))
+        #expect(try json(await c.send("GET", "/tables/todoitem/keep")) == before)
+    }
+
+    @Test func invalidUTF8IsRefused() async throws {
+        let c = try await client()
+        let reply = await c.api.respond(
+            method: "POST", path: "/tables/todoitem", query: [:], headers: ["zumo-api-version": "2.0.0"],
+            body: Array(#"{"text":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8), baseURL: "")
+        #expect(reply?.status == 400)
+    }
+
+    @Test func v1PrefixesSystemPropertiesAndReturnsOnlyThoseAskedFor() async throws {
+        let c = try await client(nil, protocols: [.v1, .v2])
+        let plain = try json(await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"x"}"#))
+        #expect(plain == .object(["id": "a", "text": "x"]))
+        let asked = try json(await c.send("GET", "/tables/todoitem/a?__systemproperties=__updatedAt,__version"))
+        #expect(asked["__updatedAt"] != nil && asked["__version"] != nil && asked["__createdAt"] == nil)
+        let all = try json(await c.send("GET", "/tables/todoitem/a?__systemproperties=*"))
+        #expect(all["__createdAt"] != nil && all["__deleted"] == .bool(false))
+        #expect(await c.send("POST", "/tables/todoitem", #"{"id":"b","__frob":1}"#).status == 400)
+    }
+
+    @Test func hardDeleteTablesRemoveTheRow() async throws {
+        let c = try await client(softDelete: false)
+        _ = await c.send("POST", "/tables/todoitem", #"{"id":"a"}"#)
+        #expect(await c.send("DELETE", "/tables/todoitem/a").status == 200)
+        #expect(await c.send("GET", "/tables/todoitem/a?__includeDeleted=true").status == 404)
+    }
+}
