@@ -46,6 +46,7 @@ let package = Package(
                 "FlatlandJSON",
                 "FlatlandFixtures",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -79,6 +80,10 @@ let package = Package(
         .testTarget(
             name: "FlatlandHTTPTests",
             dependencies: ["FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON"]
+        ),
+        .testTarget(
+            name: "FlatlandServerTests",
+            dependencies: ["FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON"]
         ),
     ]
 )
