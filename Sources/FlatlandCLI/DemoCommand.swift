@@ -83,7 +83,8 @@ struct DemoCommand: AsyncParsableCommand {
         section("4. A list screen fetches names only; the profile asks for exactly what is missing")
         let list = try await run(.get, "/users?offset=0&count=5&fields=firstname")
         if let id = list.items.first, let record = session.store.record(id: id) {
-            let profile = ["firstname", "lastname", "email", "age"]
+            // Another user's email is private (only its owner sees it): the profile shows public fields.
+            let profile = ["firstname", "lastname", "age", "gender"]
             let missing = record.missingFields(for: profile)
             print("  \(id) has \(record.presentFields); the profile needs \(profile): ask for \(missing)")
             _ = try await run(.get, "/users/\(id)?fields=\(missing.joined(separator: ","))")

@@ -81,13 +81,14 @@ struct PolicyTests {
                 return response
             }
             let session = makeSession(environment, configuration: .init(filters: [a, b]))
-            session.credentials.token = "seed-token-0"
+            let token = server.state.seededSessionTokens[0]
+            session.credentials.token = token
             let task = session.launch(.get, "/user/me")
             let me = try await task.value
             #expect(log.entries == ["a>", "b>", "b< 200", "a< 200"])
             let seen = server.knobs.lastHeaders("/user/me")
             #expect(seen["x-filter"] == "b")
-            #expect(seen["authorization"] == "Bearer seed-token-0")
+            #expect(seen["authorization"] == "Bearer \(token)")
             #expect(seen["x-request-id"] == "\(task.id).1")
             #expect(me.items == [server.state.userIDs[0]])
         }

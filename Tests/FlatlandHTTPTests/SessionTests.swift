@@ -54,10 +54,13 @@ struct SessionTests {
 
     @Test("mirroring one request to two environments compares their answers")
     func mirroring() async throws {
-        try await withServer(population: .init(users: 6, seed: 7)) { _, production in
+        try await withServer(population: .init(users: 6, seed: 7)) { primary, production in
             try await withServer(population: .init(users: 6, seed: 7)) { candidate, development in
                 let a = makeSession(production)
                 let b = makeSession(development)
+                // The same user on both (writes to a user need that user's token).
+                a.credentials.token = primary.state.seededSessionTokens[1]
+                b.credentials.token = candidate.state.seededSessionTokens[1]
                 let same = await Mirroring.compare(
                     .get, "/users?offset=0&count=4", primary: a.backend, candidate: b.backend)
                 #expect(same.matches, "\(same.differences)")
@@ -81,6 +84,7 @@ struct SessionTests {
     func etags() async throws {
         try await withServer { server, environment in
             let session = makeSession(environment)
+            session.credentials.token = server.state.seededSessionTokens[0]
             let id = server.state.userIDs[0]
             let got = try await session.send(.get, "/users/\(id)")
             let etag = try #require(got.headers["ETag"])
@@ -94,6 +98,8 @@ struct SessionTests {
             #expect(session.store.entity(EntityID<SeedUser>(id))?.firstname == "Zoë")
             let deleted = try await session.send(.delete, "/users/\(id)")
             #expect(deleted.status == 204 && deleted.ingest == nil)
+            // The deleted user's token ended with them; the public read needs none.
+            session.credentials.token = nil
             #expect(await failure(of: session.launch(.get, "/users/\(id)"))?.status == 404)
         }
     }

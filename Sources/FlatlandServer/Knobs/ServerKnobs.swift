@@ -4,6 +4,10 @@ import NIOConcurrencyHelpers
 /// dropped responses. Each server has its own; nothing here is global.
 ///
 /// Paths are matched exactly, without the query (`/devices`).
+///
+/// The per-path tables (request counts, last headers) are bounded: they keep at most
+/// ``trackedPaths`` distinct paths (the first ones seen); requests to further paths are counted
+/// only in ``totalRequests``. A client requesting ever new paths cannot grow them.
 public final class ServerKnobs: Sendable {
     struct Failure {
         var remaining: Int
@@ -26,8 +30,16 @@ public final class ServerKnobs: Sendable {
 
     let state = NIOLockedValueBox(State())
 
-    /// Knobs at rest: every request answered normally, at once.
-    public init() {}
+    /// The most distinct paths (and `method path` pairs) the per-path tables keep.
+    public let trackedPaths: Int
+
+    /// Knobs at rest: every request answered normally, at once. The per-path tables keep at
+    /// most `trackedPaths` paths.
+    public init(trackedPaths: Int = 256) { self.trackedPaths = max(0, trackedPaths) }
+
+    /// How many entries the per-path tables hold now (the larger of the counts and the last
+    /// headers): never more than ``trackedPaths``.
+    public var trackedPathCount: Int { state.withLockedValue { max($0.counts.count, $0.lastHeaders.count) } }
 
     /// Requests received for `method path` (`"GET", "/devices"`).
     public func requestCount(_ method: String = "GET", _ path: String) -> Int {
@@ -125,10 +137,12 @@ public final class ServerKnobs: Sendable {
     }
 
     func arrive(method: String, path: String, headers: [String: String]) -> Plan {
-        state.withLockedValue { s in
-            s.counts["\(method) \(path)", default: 0] += 1
+        let limit = trackedPaths
+        return state.withLockedValue { s in
+            let key = "\(method) \(path)"
+            if s.counts[key] != nil || s.counts.count < limit { s.counts[key, default: 0] += 1 }
             s.total += 1
-            s.lastHeaders[path] = headers
+            if s.lastHeaders[path] != nil || s.lastHeaders.count < limit { s.lastHeaders[path] = headers }
             var failure: Failure?
             if var f = s.failures[path], f.remaining > 0 {
                 f.remaining -= 1

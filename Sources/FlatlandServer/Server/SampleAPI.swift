@@ -10,6 +10,7 @@ struct SampleAPI: Sendable {
     let state: SampleState
     let knobs: ServerKnobs
     let maxPageSize: Int
+    let limits: SampleServer.Limits
 
     struct Reply {
         var status: Int
@@ -91,13 +92,37 @@ struct SampleAPI: Sendable {
 
     // MARK: Routing
 
+    /// Who sent a request, from its `Authorization: Bearer <token>` header.
+    enum Caller: Equatable {
+        /// No `Authorization` header.
+        case anonymous
+        /// A header that is not a bearer token, or a token the server does not know (or no
+        /// longer knows: expired, or its user deleted).
+        case invalid
+        /// A registration not confirmed yet (`PUT /session`): the user it made.
+        case pending(String)
+        /// A confirmed session: its user.
+        case user(String)
+
+        /// The user whose private fields the caller may see: only a confirmed session's.
+        var viewer: String? {
+            if case .user(let id) = self { return id }
+            return nil
+        }
+    }
+
+    /// Fields shown only to their owner (the user themselves; a device's owner).
+    static let privateUserFields: Set<String> = ["email"]
+    static let privateDeviceFields: Set<String> = ["pushToken"]
+
     private func route(
         method: String, path: String, query: [String: String], headers: [String: String],
         body: [UInt8]
     ) -> Reply {
         let parts = path.split(separator: "/").map(String.init)
         let fields = query["fields"].map { $0.split(separator: ",").map(String.init).filter { $0 != "uuid" } }
-        let token = headers["authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        let authorization = headers["authorization"]
+        let token = authorization.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         let page = (offset: query["offset"].flatMap { Int($0) } ?? 0, count: query["count"].flatMap { Int($0) } ?? 20)
         guard page.offset >= 0, page.count >= 0 else { return Self.error(400, "offset and count must be positive") }
         var route = "/" + parts.joined(separator: "/")
@@ -107,33 +132,42 @@ struct SampleAPI: Sendable {
             route = "/\(parts[0])/{id}"
             if route == "/users/{id}" && id == "me" { route = "/user/me" }
         }
+        let caller: Caller = authorization == nil ? .anonymous : self.caller(token)
         switch (method, route) {
         case ("POST", "/session"):
             return register(body)
         case ("PUT", "/session"):
             return confirm(token: token)
         case ("GET", "/user/me"):
-            return withUser(token) { user($0, fields: fields) }
+            return asOwner(caller) { me in user(me, fields: fields, viewer: me) }
         case ("PATCH", "/user/me"):
-            return withUser(token) { patch($0, body: body, ifMatch: headers["if-match"]) }
+            return asOwner(caller) { me in patch(me, body: body, ifMatch: headers["if-match"]) }
         case ("GET", "/user/me/devices"):
-            return withUser(token) { me in
-                let devices = state.store.entity(EntityID<SeedUser>(me))?.devices.map(\.rawValue) ?? []
-                return slice(devices, page: page, fields: fields, write: writeDevice)
+            return asOwner(caller) { me in
+                let owner = state.tables.withLockedValue { $0.owner }
+                let listed = state.store.entity(EntityID<SeedUser>(me))?.devices.map(\.rawValue) ?? []
+                let devices = listed.filter { owner[$0] == me }
+                return slice(devices, page: page, fields: fields) { writeDevice(&$0, $1, $2, viewer: me) }
             }
         case ("GET", "/devices"):
-            return slice(state.deviceIDs, page: page, fields: fields, write: writeDevice)
+            return asViewer(caller) { viewer in
+                slice(state.deviceIDs, page: page, fields: fields) { writeDevice(&$0, $1, $2, viewer: viewer) }
+            }
         case ("GET", "/users"):
-            return slice(state.userIDs, page: page, fields: fields, write: writeUser)
+            return asViewer(caller) { viewer in
+                slice(state.userIDs, page: page, fields: fields) { writeUser(&$0, $1, $2, viewer: viewer) }
+            }
         case ("GET", "/users/{id}"):
-            return user(id, fields: fields)
+            return asViewer(caller) { viewer in user(id, fields: fields, viewer: viewer) }
         case ("PATCH", "/users/{id}"):
-            return patch(id, body: body, ifMatch: headers["if-match"])
+            return asOwner(caller, of: id) { _ in patch(id, body: body, ifMatch: headers["if-match"]) }
         case ("DELETE", "/users/{id}"):
-            return delete(id)
+            return asOwner(caller, of: id) { _ in delete(id) }
         case ("GET", "/devices/{id}"):
-            guard state.store.contains(EntityID<SeedDevice>(id)) else { return Self.error(404, "no device \(id)") }
-            return entity(id, fields: fields, write: writeDevice)
+            return asViewer(caller) { viewer in
+                guard state.store.contains(EntityID<SeedDevice>(id)) else { return Self.error(404, "no device \(id)") }
+                return entity(id) { writeDevice(&$0, $1, fields, viewer: viewer) }
+            }
         case (_, "/session"), (_, "/user/me"), (_, "/user/me/devices"), (_, "/devices"), (_, "/users"),
             (_, "/users/{id}"), (_, "/devices/{id}"):
             return Self.error(405, "\(method) is not allowed on \(path)")
@@ -142,14 +176,74 @@ struct SampleAPI: Sendable {
         }
     }
 
+    // MARK: Authorization
+
+    private func caller(_ token: String?) -> Caller {
+        guard let token else { return .invalid }
+        let now = ContinuousClock.now
+        return state.tables.withLockedValue { t in
+            guard let session = t.sessions[token] else { return .invalid }
+            if session.confirmed { return .user(session.user) }
+            if expired(session, now: now) {
+                expire(token, in: &t)
+                return .invalid
+            }
+            return .pending(session.user)
+        }
+    }
+
+    /// A route for one user only: the session's (`of: nil`), or the user `of` (401 with no or
+    /// an unknown token, 403 for an unconfirmed session or another user's).
+    private func asOwner(_ caller: Caller, of id: String? = nil, _ body: (String) -> Reply) -> Reply {
+        switch caller {
+        case .anonymous, .invalid:
+            return Self.error(401, "a valid session token is required (Authorization: Bearer …)")
+        case .pending:
+            return Self.error(403, "the session is not confirmed yet (PUT /session)")
+        case .user(let me):
+            if let id, id != me { return Self.error(403, "only \(id) may change \(id)") }
+            return body(me)
+        }
+    }
+
+    /// A public route: anyone may read it; a bad token is still refused (401) so that a client
+    /// learns its token is bad. `body` gets the user whose private fields may be shown.
+    private func asViewer(_ caller: Caller, _ body: (String?) -> Reply) -> Reply {
+        if caller == .invalid { return Self.error(401, "unknown session token") }
+        return body(caller.viewer)
+    }
+
     // MARK: Sessions
 
-    private func withUser(_ token: String?, _ body: (String) -> Reply) -> Reply {
-        guard let token, let session = state.tables.withLockedValue({ $0.sessions[token] }) else {
-            return Self.error(401, "a session token is required (Authorization: Bearer …)")
+    private func expired(_ session: SampleState.SessionInfo, now: ContinuousClock.Instant) -> Bool {
+        !session.confirmed && now - session.created >= limits.pendingSessionLifetime
+    }
+
+    /// Removes an unconfirmed registration: its token, session, user and device.
+    private func expire(_ token: String, in t: inout SampleState.Tables) {
+        t.pending.remove(token)
+        guard let session = t.sessions.removeValue(forKey: token) else { return }
+        _ = try? state.store.remove([session.id, session.user, session.device])
+        for id in [session.id, session.user, session.device] { t.versions[id] = nil }
+        t.owner[session.device] = nil
+        // Registrations are appended: the newest are at the end.
+        if let index = t.users.lastIndex(of: session.user) { t.users.remove(at: index) }
+        if let index = t.devices.lastIndex(of: session.device) { t.devices.remove(at: index) }
+    }
+
+    /// Reserves a place for a registration with `token` among the pending ones (expired ones
+    /// go first); false when the others fill the bound.
+    private func reserve(_ token: String) -> Bool {
+        let now = ContinuousClock.now
+        return state.tables.withLockedValue { t in
+            // A token without a session is another registration's reservation: it stays.
+            for token in t.pending where t.sessions[token].map({ expired($0, now: now) }) ?? false {
+                expire(token, in: &t)
+            }
+            guard t.pending.count < limits.maxPendingSessions else { return false }
+            t.pending.insert(token)
+            return true
         }
-        guard session.confirmed else { return Self.error(403, "the session is not confirmed yet (PUT /session)") }
-        return body(session.user)
     }
 
     private func register(_ body: [UInt8]) -> Reply {
@@ -160,10 +254,15 @@ struct SampleAPI: Sendable {
             return Self.error(400, "email is required", field: "email")
         }
         var rng = SecureRandom()
+        let token = EntityIDFormat.generate(prefix: "tok", using: &rng)
+        guard reserve(token) else {
+            var reply = Self.error(503, "too many registrations wait for their confirmation; try again later")
+            reply.headers.append(("Retry-After", "\(max(1, limits.pendingSessionLifetime.components.seconds))"))
+            return reply
+        }
         let userID = EntityIDFormat.generate(prefix: "u", using: &rng)
         let deviceID = EntityIDFormat.generate(prefix: "d", using: &rng)
         let sessionID = EntityIDFormat.generate(prefix: "s", using: &rng)
-        let token = EntityIDFormat.generate(prefix: "tok", using: &rng)
         let now = Self.timestamp(Date())
         var w = JSONWriter()
         w.beginArray()
@@ -207,6 +306,7 @@ struct SampleAPI: Sendable {
         do {
             try state.store.ingest(w.bytes)
         } catch {
+            state.tables.withLockedValue { _ = $0.pending.remove(token) }
             return Self.error(400, "the registration could not be stored: \(error)")
         }
         state.tables.withLockedValue { t in
@@ -221,13 +321,19 @@ struct SampleAPI: Sendable {
     }
 
     private func confirm(token: String?) -> Reply {
+        let now = ContinuousClock.now
         guard let token,
             state.tables.withLockedValue({ t -> Bool in
-                guard t.sessions[token] != nil else { return false }
+                guard let session = t.sessions[token] else { return false }
+                if expired(session, now: now) {
+                    expire(token, in: &t)
+                    return false
+                }
                 t.sessions[token]?.confirmed = true
+                t.pending.remove(token)
                 return true
             })
-        else { return Self.error(401, "unknown session token") }
+        else { return Self.error(401, "unknown or expired session token") }
         return sessionReply(token: token, status: 200)
     }
 
@@ -247,26 +353,39 @@ struct SampleAPI: Sendable {
         w.key("created")
         w.string(session.created.map(Self.timestamp) ?? "")
         w.key("user")
-        writeUser(&w, info.user, nil)
+        writeUser(&w, info.user, nil, viewer: info.user)
         w.key("device")
-        writeDevice(&w, info.device, nil)
+        writeDevice(&w, info.device, nil, viewer: info.user)
         w.endObject()
         return Reply(status: status, headers: etag(info.id), body: w.bytes)
     }
 
     // MARK: Entities
 
-    private func writeUser(_ w: inout JSONWriter, _ id: String, _ fields: [String]?) {
+    /// The fields of a `T` that `viewer` may see out of `fields` (nil: all of them): every field
+    /// but the private ones, unless `viewer` owns the entity.
+    private func visible<T: Entity>(
+        _: T.Type, _ fields: [String]?, owner: String?, viewer: String?, private hidden: Set<String>
+    ) -> [String]? {
+        if let viewer, viewer == owner { return fields }
+        return (fields ?? T.fields.map(\.key)).filter { !hidden.contains($0) }
+    }
+
+    private func writeUser(_ w: inout JSONWriter, _ id: String, _ fields: [String]?, viewer: String?) {
         if let user = state.store.entity(EntityID<SeedUser>(id)) {
-            user.writeJSON(to: &w, only: fields)
+            let shown = visible(SeedUser.self, fields, owner: id, viewer: viewer, private: Self.privateUserFields)
+            user.writeJSON(to: &w, only: shown)
         } else {
             w.null()
         }
     }
 
-    private func writeDevice(_ w: inout JSONWriter, _ id: String, _ fields: [String]?) {
+    private func writeDevice(_ w: inout JSONWriter, _ id: String, _ fields: [String]?, viewer: String?) {
         if let device = state.store.entity(EntityID<SeedDevice>(id)) {
-            device.writeJSON(to: &w, only: fields)
+            let owner = viewer == nil ? nil : state.tables.withLockedValue { $0.owner[id] }
+            let shown = visible(
+                SeedDevice.self, fields, owner: owner, viewer: viewer, private: Self.privateDeviceFields)
+            device.writeJSON(to: &w, only: shown)
         } else {
             w.null()
         }
@@ -276,17 +395,15 @@ struct SampleAPI: Sendable {
         [("ETag", "\"\(state.version(of: id) ?? 1)\"")]
     }
 
-    private func entity(
-        _ id: String, fields: [String]?, write: (inout JSONWriter, String, [String]?) -> Void
-    ) -> Reply {
+    private func entity(_ id: String, write: (inout JSONWriter, String) -> Void) -> Reply {
         var w = JSONWriter()
-        write(&w, id, fields)
+        write(&w, id)
         return Reply(status: 200, headers: etag(id), body: w.bytes)
     }
 
-    private func user(_ id: String, fields: [String]?) -> Reply {
+    private func user(_ id: String, fields: [String]?, viewer: String?) -> Reply {
         guard state.store.contains(EntityID<SeedUser>(id)) else { return Self.error(404, "no user \(id)") }
-        return entity(id, fields: fields, write: writeUser)
+        return entity(id) { writeUser(&$0, $1, fields, viewer: viewer) }
     }
 
     private func slice(
@@ -326,6 +443,14 @@ struct SampleAPI: Sendable {
         if let unknown = object.keys.first(where: { $0 != "uuid" && !known.contains($0) }) {
             return Self.error(400, "unknown field \(unknown)", field: unknown)
         }
+        // A user lists only devices they own: attaching another user's device is refused whole.
+        if case .array(let devices)? = object["devices"] {
+            let owner = state.tables.withLockedValue { $0.owner }
+            if let foreign = devices.first(where: { $0.stringValue.map { owner[$0] != id } ?? false }) {
+                return Self.error(
+                    403, "the device \(foreign.stringValue ?? "") belongs to another user", field: "devices")
+            }
+        }
         var w = JSONWriter()
         w.beginObject()
         w.key("uuid")
@@ -341,7 +466,7 @@ struct SampleAPI: Sendable {
             return Self.error(400, "the update is not valid: \(error)", field: error.path)
         }
         state.tables.withLockedValue { $0.versions[id, default: 1] += 1 }
-        return entity(id, fields: nil, write: writeUser)
+        return entity(id) { writeUser(&$0, $1, nil, viewer: id) }
     }
 
     private func delete(_ id: String) -> Reply {
@@ -350,7 +475,10 @@ struct SampleAPI: Sendable {
         state.tables.withLockedValue { t in
             t.users.removeAll { $0 == id }
             t.versions[id] = nil
-            for (token, session) in t.sessions where session.user == id { t.sessions[token] = nil }
+            for (token, session) in t.sessions where session.user == id {
+                t.sessions[token] = nil
+                t.pending.remove(token)
+            }
         }
         return Reply(status: 204)
     }

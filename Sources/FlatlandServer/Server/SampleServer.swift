@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -19,7 +20,48 @@ import ServiceLifecycle
 /// `{offset,count,total,data}` with `offset`/`count`), `GET|PATCH|DELETE /users/{id}` ("me"
 /// resolves to the session's user), `GET /devices/{id}`. Entities carry prefixed ids and an
 /// ETag; `?fields=a,b` returns only those fields (and `uuid`).
+///
+/// Who may read and write what is in <doc:Authorization>; the bounds that keep it alive under
+/// hostile clients (timeouts, a connection cap, unconfirmed sessions) are ``Limits``.
 public final class SampleServer: Sendable {
+    /// The bounds of a server on an open port: timeouts, a connection cap, and how many
+    /// unconfirmed registrations it keeps and for how long. Every value has a default fit for
+    /// a real port; tests set small ones.
+    public struct Limits: Sendable, Hashable {
+        /// How long a request's head (request line and header fields) may take to arrive once
+        /// its first byte has: a slower client is disconnected. Default 10 s.
+        public var headerTimeout: Duration
+        /// How long a connection may stay open with no request in progress and nothing
+        /// received (keep-alive, or a client that connects and says nothing). Default 60 s.
+        public var idleTimeout: Duration
+        /// The most connections open at once; past it a new connection is closed as soon as it
+        /// is accepted, and the open ones are served as before. Default 512.
+        public var maxConnections: Int
+        /// The most registrations (`POST /session`) waiting for their `PUT /session`; past it,
+        /// `POST /session` answers 503 with `Retry-After` until some are confirmed or expire.
+        /// Default 1,000.
+        public var maxPendingSessions: Int
+        /// How long a registration may wait for its `PUT /session`: then its token stops
+        /// working and its user, device and session are removed. Default 10 minutes.
+        public var pendingSessionLifetime: Duration
+        /// How many distinct paths ``ServerKnobs`` keeps counts and last headers for; requests
+        /// to further paths are counted only in ``ServerKnobs/totalRequests``. Default 256.
+        public var trackedPaths: Int
+
+        /// Limits; every argument has a default.
+        public init(
+            headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60), maxConnections: Int = 512,
+            maxPendingSessions: Int = 1000, pendingSessionLifetime: Duration = .seconds(600), trackedPaths: Int = 256
+        ) {
+            self.headerTimeout = headerTimeout
+            self.idleTimeout = idleTimeout
+            self.maxConnections = maxConnections
+            self.maxPendingSessions = maxPendingSessions
+            self.pendingSessionLifetime = pendingSessionLifetime
+            self.trackedPaths = trackedPaths
+        }
+    }
+
     /// Where and what to serve.
     public struct Configuration: Sendable {
         /// The address to bind: loopback by default.
@@ -30,16 +72,19 @@ public final class SampleServer: Sendable {
         public var population: SampleState.Population
         /// The most items one page returns.
         public var maxPageSize: Int
+        /// Timeouts, the connection cap and the bound on unconfirmed sessions.
+        public var limits: Limits
 
         /// A configuration; every argument has a default.
         public init(
             host: String = "127.0.0.1", port: Int = 0, population: SampleState.Population = .init(),
-            maxPageSize: Int = 100_000
+            maxPageSize: Int = 100_000, limits: Limits = Limits()
         ) {
             self.host = host
             self.port = port
             self.population = population
             self.maxPageSize = maxPageSize
+            self.limits = limits
         }
     }
 
@@ -50,6 +95,7 @@ public final class SampleServer: Sendable {
     /// Its test controls.
     public let knobs: ServerKnobs
     let api: SampleAPI
+    private let connections: ConnectionCounter
     private let running = NIOLockedValueBox<Running>(Running())
 
     private struct Running {
@@ -62,9 +108,15 @@ public final class SampleServer: Sendable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         state = SampleState(population: configuration.population)
-        knobs = ServerKnobs()
-        api = SampleAPI(state: state, knobs: knobs, maxPageSize: configuration.maxPageSize)
+        knobs = ServerKnobs(trackedPaths: configuration.limits.trackedPaths)
+        api = SampleAPI(
+            state: state, knobs: knobs, maxPageSize: configuration.maxPageSize, limits: configuration.limits)
+        connections = ConnectionCounter(limit: configuration.limits.maxConnections)
     }
+
+    /// Connections open now: accepted, within ``Limits/maxConnections``, and not yet closed
+    /// (by the client, or by the server after a timeout).
+    public var openConnections: Int { connections.count }
 
     /// The bound port, once started.
     public var port: Int? { running.withLockedValue { $0.port } }
@@ -74,8 +126,17 @@ public final class SampleServer: Sendable {
 
     private func makeApplication(onStart: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let api = self.api
+        let limits = configuration.limits
+        let connections = self.connections
+        let server = HTTPServerBuilder { responder in
+            GuardedHTTP1Channel(
+                http1: HTTP1Channel(
+                    responder: responder, configuration: .init(idleTimeout: TimeAmount(limits.idleTimeout))),
+                headerTimeout: TimeAmount(limits.headerTimeout), connections: connections)
+        }
         return Application(
             responder: CallbackResponder<BasicRequestContext> { request, _ in await api.respond(to: request) },
+            server: server,
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "flatland-sample"),
             onServerRunning: { channel in onStart(channel.localAddress?.port ?? 0) },

@@ -30,6 +30,7 @@ public final class SampleState: Sendable {
         var user: String
         var device: String
         var confirmed: Bool
+        var created = ContinuousClock.now
     }
 
     struct Tables {
@@ -38,6 +39,9 @@ public final class SampleState: Sendable {
         var owner: [String: String] = [:]
         var versions: [String: Int] = [:]
         var sessions: [String: SessionInfo] = [:]
+        /// Tokens of the sessions not confirmed yet (bounded by the server's limits).
+        var pending: Set<String> = []
+        var seededTokens: [String] = []
     }
 
     /// The entities.
@@ -70,7 +74,11 @@ public final class SampleState: Sendable {
             session.device = device
             session.created = Date(timeIntervalSince1970: 1_700_000_000 + Double(i) * 86_400)
             try! store.upsert(session)
-            t.sessions["seed-token-\(i)"] = SessionInfo(
+            // Random like every other token: a predictable one would let anyone in as this user.
+            var rng = SecureRandom()
+            let token = EntityIDFormat.generate(prefix: "tok", using: &rng)
+            t.seededTokens.append(token)
+            t.sessions[token] = SessionInfo(
                 id: session.id.rawValue, user: user, device: device.rawValue, confirmed: true)
             t.versions[session.id.rawValue] = 1
         }
@@ -81,6 +89,12 @@ public final class SampleState: Sendable {
     public var userIDs: [String] { tables.withLockedValue { $0.users } }
     /// Devices, in listing order.
     public var deviceIDs: [String] { tables.withLockedValue { $0.devices } }
+    /// The tokens of the seeded (confirmed) sessions: the first belongs to the first user of
+    /// ``userIDs``, and so on. They are random, like every token the server hands out.
+    public var seededSessionTokens: [String] { tables.withLockedValue { $0.seededTokens } }
+    /// Registrations (`POST /session`) waiting for their `PUT /session`: at most the server's
+    /// ``SampleServer/Limits/maxPendingSessions``.
+    public var pendingSessionCount: Int { tables.withLockedValue { $0.pending.count } }
     /// The ETag version of an entity.
     public func version(of id: String) -> Int? { tables.withLockedValue { $0.versions[id] } }
 }
