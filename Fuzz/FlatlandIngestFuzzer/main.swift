@@ -98,7 +98,7 @@ func fuzzDump(_ store: Store) -> [String] {
     // The secondary index agrees with the records.
     let byName = Dictionary(grouping: store.all(FuzzUser.self), by: \.name)
     for (name, users) in byName {
-        let found = store.entities(where: \FuzzUser.name, equals: name).map(\.id.rawValue)
+        let found = try! store.entities(where: \FuzzUser.name, equals: name).map(\.id.rawValue)
         if found != users.map(\.id.rawValue).sorted() {
             fatalError("index on name \(name): \(found), records \(users.map(\.id.rawValue))")
         }

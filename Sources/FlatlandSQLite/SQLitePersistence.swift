@@ -207,16 +207,46 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
 
     // MARK: StorePersistence
 
-    /// Writes one batch in one transaction.
+    /// Writes one commit in one transaction: the batch's rows, then `work`, an
+    /// ``SQLiteTransactionWork`` given the transaction's connection. If the work throws, the
+    /// transaction is rolled back and neither the batch nor the work's rows are written.
     ///
     /// SQLite's automatic checkpoint would fold the log into the file inside the commit, with
     /// the ingest waiting for its disk syncs. Instead, once a few megabytes were logged, a passive
     /// checkpoint is queued on the writer's queue: the ingest returns as soon as the batch is
     /// committed, and the next write waits for the checkpoint only if it is still running.
-    public func write(_ batch: PersistedBatch) throws {
-        let pool = try database()
-        let written = try SQLiteStoreError.wrap(path: path) {
-            try pool.write { db in try write(batch, db) }
+    ///
+    /// - Throws: ``Flatland/StoreWriteError``: `persistence` with the ``SQLiteStoreError`` as its
+    ///   `underlying` error, `transactionWork` with the work's error, `unsupportedWork` for work
+    ///   that is not an ``SQLiteTransactionWork``.
+    public func write(_ batch: PersistedBatch, alongside work: (any StoreTransactionWork)?) throws(StoreWriteError) {
+        var body: (@Sendable (Database) throws -> Void)?
+        if let work {
+            guard let work = work as? SQLiteTransactionWork else {
+                throw StoreWriteError(
+                    .unsupportedWork, "\(path): SQLitePersistence runs SQLiteTransactionWork, not \(type(of: work))")
+            }
+            body = work.body
+        }
+        let written: Int
+        let pool: DatabasePool
+        do { pool = try database() } catch {
+            throw StoreWriteError(.persistence, "the commit could not be written", underlying: error)
+        }
+        do {
+            written = try pool.write { db in
+                let bytes = try write(batch, db)
+                do { try body?(db) } catch { throw TransactionWorkFailure(error: error) }
+                return bytes
+            }
+        } catch let failure as TransactionWorkFailure {
+            throw StoreWriteError(
+                .transactionWork, "\(path): the work alongside the commit failed; nothing was written",
+                underlying: failure.error)
+        } catch {
+            throw StoreWriteError(
+                .persistence, "the commit could not be written", underlying: SQLiteStoreError(sqlite: error, path: path)
+            )
         }
         let due = state.withLock {
             logBytes += written

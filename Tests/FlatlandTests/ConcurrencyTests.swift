@@ -68,7 +68,8 @@ struct ConcurrencyTests {
         }
         #expect(Self.check(store) == Self.batches - 1)
         #expect(store.collection(displayIdentifier: "/counter")?.items.count == 1)
-        #expect(store.collections(kind: .task).count == Self.batches)
+        // The newest task collections, up to the store's limit.
+        #expect(store.collections(kind: .task).count == min(Self.batches, 64))
         #expect(seen.current.count >= 15)
     }
 
@@ -86,6 +87,6 @@ struct ConcurrencyTests {
             try await group.waitForAll()
         }
         #expect(store.count(prefix: "u") == 201)
-        #expect(store.collections(kind: .task).count == 200)
+        #expect(store.collections(kind: .task).count == 64)  // the store's limit
     }
 }

@@ -1,7 +1,7 @@
 import FlatlandJSON
 import Testing
 
-@testable import Flatland
+@_spi(StoreInternals) @testable import Flatland
 
 /// A response's draft applied over a stored record: only the fields it carries and that
 /// differ change, and a response that repeats the record leaves its box alone.

@@ -22,16 +22,18 @@ enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 
     /// A new, empty store on this backend.
     func store(
-        registry: EntityRegistry = EntityRegistry(), hooks: StoreHooks = StoreHooks(), cacheCapacity: Int = 4
+        registry: EntityRegistry = EntityRegistry(), hooks: StoreHooks = StoreHooks(), cacheCapacity: Int = 4,
+        taskCollectionLimit: Int? = 64
     ) throws -> Store {
         switch self {
         case .memory:
-            return Store(registry: registry, hooks: hooks)
+            return Store(registry: registry, hooks: hooks, taskCollectionLimit: taskCollectionLimit)
         case .sqlite:
             let persistence = try SQLitePersistence(
                 path: TemporaryFiles.newPath(),
                 options: SQLitePersistence.Options(cacheCapacity: cacheCapacity, removeFilesOnClose: true))
-            return Store(registry: registry, hooks: hooks, persistence: persistence)
+            return Store(
+                registry: registry, hooks: hooks, persistence: persistence, taskCollectionLimit: taskCollectionLimit)
         }
     }
 

@@ -27,7 +27,7 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("lookup_users_by_indexed_email", configuration: .init(scalingFactor: .kilo)) { benchmark in
         for i in benchmark.scaledIterations {
-            blackHole(store.entities(where: \SeedUser.email, equals: emails[i % emails.count]))
+            blackHole(try! store.entities(where: \SeedUser.email, equals: emails[i % emails.count]))
         }
     }
 

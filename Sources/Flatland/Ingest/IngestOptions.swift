@@ -86,6 +86,10 @@ public struct IngestError: Error, CustomStringConvertible {
         public static let cancelled = Code(name: "cancelled")
         /// The ingestor was used after it finished.
         public static let misuse = Code(name: "misuse")
+        /// The response was read, but the store could not commit it: its persistence failed to
+        /// write (``IngestError/underlying`` is the persistence's own error, FlatlandSQLite's
+        /// `SQLiteStoreError`). The store is unchanged.
+        public static let persistence = Code(name: "persistence")
         public var description: String { name }
     }
 
@@ -99,12 +103,32 @@ public struct IngestError: Error, CustomStringConvertible {
     public var path: String?
     /// The parser's error, for ``Code-swift.struct/json``.
     public var json: JSONError?
+    /// The error beneath, for ``Code-swift.struct/persistence``: the persistence's own error
+    /// (FlatlandSQLite's `SQLiteStoreError`).
+    public var underlying: (any Error & Sendable)?
 
     public var description: String {
         var text = ""
         if let location { text += "\(location.line):\(location.column): " }
         if let path { text += "\(path): " }
         return text + message
+    }
+}
+
+extension IngestError {
+    /// The error of a store's commit of an ingest: ``Code-swift.struct/persistence`` when its
+    /// persistence failed, ``Code-swift.struct/misuse`` for a write from inside a commit.
+    init(committing error: any Error) {
+        switch error {
+        case let error as IngestError:
+            self = error
+        case let error as StoreWriteError where error.code == .persistence:
+            self.init(
+                code: .persistence, message: "the store could not be written: \(error)",
+                underlying: error.underlying ?? error)
+        default:
+            self.init(code: .misuse, message: "the store could not be written: \(error)", underlying: error)
+        }
     }
 }
 

@@ -263,7 +263,7 @@ public final class Ingestor {
             result.bytes = parser.bytesConsumed
             return result
         } catch {
-            throw IngestError(code: .json, message: "the store could not be written: \(error)")
+            throw IngestError(committing: error)
         }
     }
 

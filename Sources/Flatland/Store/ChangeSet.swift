@@ -20,6 +20,11 @@ public struct ChangeSet: Sendable, Hashable {
     public var updated: [Update] = []
     /// Ids of records removed.
     public var removed: [String] = []
+    /// The number of the commit that made these changes: commits to one store are numbered 1,
+    /// 2, 3… in the order they happen, and observers get change sets in that order. (Commits
+    /// that change nothing an observer sees are numbered too, so the numbers an observer gets
+    /// may skip some.) 0 for a change set made by hand.
+    public var commit = 0
 
     /// An empty change set.
     public init() {}
@@ -38,6 +43,7 @@ public struct ChangeSet: Sendable, Hashable {
             return true
         }
         var result = ChangeSet()
+        result.commit = commit
         result.inserted = inserted.filter(keep)
         result.updated = updated.filter { keep($0.id) }
         result.removed = removed.filter(keep)

@@ -8,6 +8,8 @@ final class PersistentBacking: @unchecked Sendable {
     let registry: EntityRegistry
     /// The live store's cache (nil for snapshots).
     var cache: RecordCache?
+    /// The live store's task collections, oldest first, once read (for their retention).
+    var taskCollectionIDs: [String]?
     private let counters = Lock()
     private var loadCount = 0
     private var failure: (any Error)?

@@ -14,24 +14,34 @@ import FlatlandJSON
 public final class Store: StoreReader, @unchecked Sendable {
     /// The entity types this store decodes.
     public let registry: EntityRegistry
-    /// The hooks run around writes.
+    /// The hooks run around writes (see <doc:WritingToTheStore> for which writes run which).
     public let hooks: StoreHooks
     /// Where applied batches are written, if anywhere.
     public let persistence: (any StorePersistence)?
+    /// How many task collections the store keeps: when an ingest adds one past this, the
+    /// oldest go in the same commit. Nil keeps them all.
+    public let taskCollectionLimit: Int?
 
-    private let lock = Lock()
-    private var contents = StoreContents()
-    private var observers: [Int: Observer] = [:]
-    private var nextObserver = 0
+    /// Guards ``contents`` and ``observers``: held by readers, and by a commit only while it
+    /// works out or puts in place what it changes, never while the persistence writes.
+    let lock = Lock()
+    /// Serialises commits: held by a commit from start to end (its persistence transaction,
+    /// hooks and notification included), so commits happen, and are announced, one at a time.
+    let writer = Lock()
+    var contents = StoreContents()
+    var observers: [Int: Observer] = [:]
+    var nextObserver = 0
+    /// The number of the last commit (under ``writer``).
+    var lastCommit = 0
 
-    private struct Observer {
+    struct Observer {
         var prefix: String?
         var id: String?
         var continuation: AsyncStream<ChangeSet>.Continuation
     }
 
     /// The persistence the store reads through, when it is lazy.
-    private let lazy: (any LazyStorePersistence)?
+    let lazy: (any LazyStorePersistence)?
 
     /// A store for the types in `registry`.
     ///
@@ -41,19 +51,24 @@ public final class Store: StoreReader, @unchecked Sendable {
     /// records, and queries (ids, counts, types, secondary indexes, collections) are answered by
     /// the persistence. With a persistence that only writes, the store keeps everything in memory
     /// and writes each batch through.
+    ///
+    /// - Parameter taskCollectionLimit: how many task collections to keep (the newest; at least
+    ///   1), or nil to keep every one. Default 64.
     public init(
         registry: EntityRegistry = EntityRegistry(), hooks: StoreHooks = StoreHooks(),
-        persistence: (any StorePersistence)? = nil
+        persistence: (any StorePersistence)? = nil, taskCollectionLimit: Int? = 64
     ) {
         self.registry = registry
         self.hooks = hooks
         self.persistence = persistence
+        self.taskCollectionLimit = taskCollectionLimit.map { max(1, $0) }
         lazy = persistence as? any LazyStorePersistence
         if let lazy {
             contents.backing = PersistentBacking(source: lazy, registry: registry, cacheCapacity: lazy.cacheCapacity)
         }
     }
 
+    @_spi(StoreInternals)
     public func withContents<R>(_ body: (StoreContents) throws -> R) rethrows -> R {
         try lock.withLock { try body(contents) }
     }
@@ -89,104 +104,117 @@ public final class Store: StoreReader, @unchecked Sendable {
     /// Upgrades every stored record written under an older class version of its type, all at
     /// once, and writes them back in one transaction. (Without this a record is upgraded when it
     /// is loaded.) Returns the number of records upgraded; 0 for an in-memory store, whose records
-    /// are always current.
+    /// are always current. A maintenance write: no hook runs and no observer hears of it.
     ///
-    /// - Throws: a migration's or the persistence's error; nothing is written then.
+    /// - Throws: a migration's error, or ``StoreWriteError``; nothing is written then.
     @discardableResult
     public func upgradeRecords() throws -> Int {
         guard let lazy else { return 0 }
-        return try lock.withLock { () throws -> Int in
-            var upgraded: [EntityBox] = []
+        if CommitScope.isCommitting(self) {
+            throw StoreWriteError(.writeInsideCommit, "upgradeRecords was called inside a commit to the same store")
+        }
+        // Read and written under one hold of the writer lock: no commit comes in between.
+        return try writer.withLock { () throws -> Int in
+            var write = StoreWrite()
+            write.kind = .maintenance
             for prefix in registry.prefixes {
                 guard let type = registry.type(forPrefix: prefix) else { continue }
                 let ids = try lazy.outdatedIDs(prefix: prefix, classVersion: type.classVersion)
                 for stored in try lazy.loadRecords(ids: ids) {
-                    upgraded.append(try registry.decodeStored(stored))
+                    write.restored.append(try registry.decodeStored(stored))
                 }
             }
-            guard !upgraded.isEmpty else { return 0 }
-            try lazy.write(PersistedBatch(records: upgraded.map(EntityRecord.init), removed: [], collections: []))
-            for box in upgraded { contents.put(box, replacing: nil) }
-            return upgraded.count
+            guard !write.restored.isEmpty else { return 0 }
+            try commitHoldingWriter(&write, alongside: nil, persisting: true)
+            return write.restored.count
         }
     }
 
     // MARK: Writing
 
+    /// Applies `change` as one commit: the records it upserts (merged as ``upsert(_:)`` does,
+    /// hooks run), the ids it removes (from the records and every collection), the collections
+    /// it removes, and `work` in the same persistence transaction.
+    ///
+    /// `work` is how a layer above writes its own rows together with a change to the entities
+    /// (an operation queue, a delta token): FlatlandSQLite runs an `SQLiteTransactionWork`
+    /// inside the transaction that writes the change; if it throws, nothing is written, the
+    /// store is unchanged and no observer hears of it. An empty change with work runs the work
+    /// alone. See <doc:WritingToTheStore>.
+    ///
+    /// - Returns: what changed, numbered by ``ChangeSet/commit``.
+    /// - Throws: ``StoreWriteError`` (`unsupportedWork` when the store has no persistence, or its
+    ///   persistence does not run this kind of work), or ``RegistryError`` when an upserted
+    ///   entity's type is not registered; the store is then as it was.
+    @discardableResult
+    public func commit(_ change: StoreChange, alongside work: (any StoreTransactionWork)? = nil) throws -> ChangeSet {
+        var write = StoreWrite()
+        for upsert in change.upserts { write.batch.insert(try upsert.make(registry)) }
+        write.removed = change.removed
+        write.removedCollections = change.removedCollections
+        return try commit(&write, alongside: work).changes
+    }
+
     /// Inserts or replaces an entity; every declared field counts as present.
     @discardableResult
     public func upsert<E: Entity>(_ entity: E) throws -> ChangeSet {
-        guard let type = registry.type(forPrefix: E.prefix) as? TypedEntityType<E> else {
-            throw RegistryError("\(E.self) is not registered with this store")
-        }
-        var present = FieldSet()
-        for i in type.fields.indices { present.insert(i) }
-        let box = TypedBox(value: entity, present: present, dataVersion: nil, type: type)
-        var batch = PendingBatch()
-        batch.insert(box)
-        return try apply(&batch, taskID: nil, endpoint: nil).changes
+        var write = StoreWrite()
+        write.batch.insert(try registry.box(for: entity))
+        return try commit(&write, alongside: nil).changes
     }
 
-    /// Removes records by id.
+    /// Removes records by id, and the ids from every collection they are in (later items move
+    /// up one position; a known total goes down by one per item removed), in one commit.
     @discardableResult
-    public func remove(_ ids: [String]) throws -> ChangeSet {
-        var changes = ChangeSet()
-        try lock.withLock { () throws -> Void in
-            let present = ids.filter { contents.containsID($0) }
-            try persistence?.write(PersistedBatch(records: [], removed: present, collections: []))
-            for id in present { contents.remove(id) }
-            changes.removed = present
-        }
-        notify(changes)
-        return changes
+    public func remove(_ ids: [String]) throws(StoreWriteError) -> ChangeSet {
+        var write = StoreWrite()
+        write.removed = ids
+        return try commit(&write, alongside: nil).changes
     }
 
-    /// Removes one entity.
+    /// Removes one entity (and its id from every collection).
     @discardableResult
-    public func remove<E: Entity>(_ id: EntityID<E>) throws -> ChangeSet { try remove([id.rawValue]) }
+    public func remove<E: Entity>(_ id: EntityID<E>) throws(StoreWriteError) -> ChangeSet {
+        try remove([id.rawValue])
+    }
 
-    /// Removes everything: records and collections (a logout).
-    public func removeAll() throws {
-        let ids = allIDs()
-        try remove(ids)
-        try lock.withLock { () throws -> Void in
-            if let backing = contents.backing {
-                let collections = contents.orderedCollections(kind: nil).map(\.id)
-                if !collections.isEmpty {
-                    try persistence?.write(
-                        PersistedBatch(records: [], removed: [], collections: [], removedCollections: collections))
-                }
-                backing.cache?.removeAll()
-            } else {
-                contents = StoreContents()
-            }
-        }
+    /// Removes everything, records and collections, in one commit (one persistence transaction):
+    /// a logout. Observers hear of every record removed.
+    public func removeAll() throws(StoreWriteError) {
+        var write = StoreWrite()
+        write.removesEverything = true
+        try commit(&write, alongside: nil)
+    }
+
+    /// Removes the collection with this id, if there is one (its entities stay).
+    public func removeCollection(id: String) throws(StoreWriteError) {
+        var write = StoreWrite()
+        write.removedCollections = [id]
+        try commit(&write, alongside: nil)
     }
 
     /// Puts back a record read from persistence, as it was written: its fields as JSON (as
     /// ``EntityRecord/fields`` gives them), the class version it was written under and its data
     /// version. A typed record written under an older class version is first upgraded by its
     /// type's ``Entity/migrate(_:from:)``; a prefix with no registered type gives an untyped
-    /// record. Restoring replaces any record with that id, and does not run hooks or notify
-    /// observers: it is how a persistence layer that only writes loads what it stored. (A lazy
-    /// store loads by itself; restoring into one writes the record through to its persistence.)
+    /// record. Restoring replaces any record with that id, and, a maintenance write, does not run
+    /// hooks or notify observers: it is how a persistence layer that only writes loads what it
+    /// stored. (A lazy store loads by itself; restoring into one writes the record through to its
+    /// persistence.)
     ///
-    /// - Throws: the migration's error, or ``FieldError`` when a stored field cannot be decoded;
-    ///   the store is then unchanged.
+    /// - Throws: the migration's error, ``FieldError`` when a stored field cannot be decoded, or
+    ///   ``StoreWriteError``; the store is then unchanged.
     @discardableResult
     public func restore(
         id: String, prefix: String, fields: JSONObject, classVersion: Int, dataVersion: Double?
     ) throws -> EntityRecord {
         let box = try registry.decodeStored(
             id: id, prefix: prefix, fields: fields, classVersion: classVersion, dataVersion: dataVersion)
-        try lock.withLock { () throws -> Void in
-            if let lazy {
-                try lazy.write(PersistedBatch(records: [EntityRecord(box)], removed: [], collections: []))
-                contents.put(box, replacing: nil)
-            } else {
-                contents.put(box, replacing: contents.records[box.key])
-            }
-        }
+        var write = StoreWrite()
+        write.kind = .maintenance
+        write.restored = [box]
+        // A persistence that only writes is being loaded from: writing the record back is not needed.
+        try commit(&write, alongside: nil, persisting: lazy != nil)
         return EntityRecord(box)
     }
 
@@ -223,120 +251,31 @@ public final class Store: StoreReader, @unchecked Sendable {
     func currentVersion(of id: String) -> Double? { lock.withLock { contents.box(id)?.dataVersion } }
 
     /// Applies a batch atomically: every record and collection, or (if persistence fails) none.
+    ///
+    /// - Throws: ``StoreWriteError``.
     func apply(_ batch: inout PendingBatch, taskID: String?, endpoint: String?) throws -> IngestResult {
-        if let before = hooks.beforeStore {
-            batch.forEachDraft { before(IncomingEntity(draft: $0)) }
-        }
-        var changes = ChangeSet()
-        var written: [(box: EntityBox, old: EntityBox?)] = []
-        var collections: [EntityCollection] = []
-        var endpointCollection: EntityCollection?
-        let taskCollection = EntityCollection(
-            id: newID(prefix: "c"), displayIdentifier: taskID ?? newID(prefix: "t"), kind: .task,
-            items: batch.taskItems, total: batch.taskItems.count)
-
-        try lock.withLock { () throws -> Void in
-            // An in-memory store cannot fail to take the records: each is put in place as soon as
-            // it is worked out, in one pass over the batch while its box is in cache. Otherwise
-            // every new record is worked out first, without touching the contents...
-            let inPlace = persistence == nil && contents.backing == nil
-            let keepWritten = !inPlace || hooks.afterStore != nil
-            // An empty in-memory store takes the batch's drafts as its records (every draft is a
-            // new record), instead of inserting them one by one into a second table, and what the
-            // batch tallied of them while each was in cache: their ids, counts and indexed ones
-            // (an ingestor that began on an empty store has its batch tally them).
-            let adopted = inPlace && contents.records.isEmpty && batch.tallies
-            if keepWritten { written.reserveCapacity(batch.drafts.count) }
-            if adopted {
-                if keepWritten { batch.forEachDraft { written.append(($0, nil)) } }
-                contents.records = batch.drafts
-                batch.drafts = RecordTable()
-                contents.prefixCounts = batch.counts
-                changes.inserted = batch.ids
-                contents.adoptIndexes(of: &batch)
-            } else {
-                if inPlace { contents.records.reserveCapacity(contents.records.count + batch.drafts.count) }
-                changes.inserted.reserveCapacity(batch.drafts.count)
-                func write(_ box: EntityBox, replacing old: EntityBox?) {
-                    if keepWritten { written.append((box, old)) }
-                    if inPlace { contents.put(box, replacing: old) }
-                }
-                // A lazy store loads the batch's stored records in one go.
-                let loaded = contents.backing?.boxes(ids: batch.drafts.boxes.map(\.id))
-                batch.forEachDraft { draft in
-                    guard let old = loaded.map({ $0[draft.id] }) ?? contents.records[draft.key] else {
-                        // A new record: the draft itself becomes the stored box.
-                        changes.inserted.append(draft.id)
-                        write(draft, replacing: nil)
-                        return
-                    }
-                    if let incoming = draft.dataVersion, let stored = old.dataVersion, incoming <= stored { return }
-                    let (box, changed) = old.merged(with: draft)
-                    if !changed.isEmpty {
-                        changes.updated.append(ChangeSet.Update(id: draft.id, fields: changed))
-                        write(box, replacing: old)
-                    } else if box.dataVersion != old.dataVersion {
-                        // Same fields at a newer version: keep the version, or a later response at
-                        // the old version would be applied over it.
-                        write(box, replacing: old)
-                    }
-                }
-            }
-            collections.append(taskCollection)
-            if let endpoint {
-                let collection = updatedEndpointCollection(endpoint, batch: batch)
-                collections.append(collection)
-                endpointCollection = collection
-            }
-            // ...write them through (all or nothing)...
-            try persistence?.write(
-                PersistedBatch(records: written.map { EntityRecord($0.box) }, removed: [], collections: collections))
-            // ...then apply them in place.
-            if let backing = contents.backing, let capacity = backing.cache?.capacity, written.count > capacity {
-                // A batch bigger than a lazy store's cache: only its last records are kept.
-                let skipped = written.count - capacity
-                for entry in written.prefix(skipped) { backing.cache?.remove(entry.box.id) }
-                for entry in written.dropFirst(skipped) { backing.cache?.put(entry.box) }
-            } else if !inPlace {
-                for entry in written { contents.put(entry.box, replacing: entry.old) }
-            }
-            for collection in collections { contents.putCollection(collection) }
-        }
-        notify(changes)
-        if let after = hooks.afterStore { for entry in written { after(EntityRecord(entry.box)) } }
-        return IngestResult(
-            taskCollection: taskCollection, endpointCollection: endpointCollection, changes: changes, skipped: [],
-            bytes: 0)
+        try apply(&batch, taskID: taskID, endpoint: endpoint, alongside: nil)
     }
 
-    /// The endpoint's collection with this response's items: a slice at its absolute positions,
-    /// anything else replacing the whole list.
-    private func updatedEndpointCollection(_ endpoint: String, batch: PendingBatch) -> EntityCollection {
-        var collection =
-            contents.collection(displayIdentifier: endpoint)
-            ?? EntityCollection(
-                id: newID(prefix: "c"), displayIdentifier: endpoint, kind: .endpoint, items: [], total: nil)
-        guard let slice = batch.slice else {
-            collection.items = batch.taskItems
-            collection.total = batch.taskItems.count
-            return collection
-        }
-        for item in slice.items {
-            let position = slice.offset + item.index
-            guard position >= 0 else { continue }
-            if collection.items.count <= position {
-                collection.items.append(contentsOf: repeatElement(nil, count: position + 1 - collection.items.count))
-            }
-            collection.items[position] = item.id
-        }
-        if let total = slice.total { collection.total = total }
-        return collection
+    /// Applies a batch atomically with `work` in the same persistence transaction.
+    func apply(
+        _ batch: inout PendingBatch, taskID: String?, endpoint: String?, alongside work: (any StoreTransactionWork)?
+    ) throws(StoreWriteError) -> IngestResult {
+        var write = StoreWrite()
+        swap(&write.batch, &batch)
+        write.ingest = (taskID, endpoint)
+        let result = try commit(&write, alongside: work)
+        return IngestResult(
+            taskCollection: result.taskCollection!, endpointCollection: result.endpointCollection,
+            changes: result.changes, skipped: [], bytes: 0)
     }
 
     // MARK: Observation
 
     /// The change sets of every later write, optionally only those touching records with this
-    /// prefix or this id. The sequence ends when the consumer stops iterating.
+    /// prefix or this id, in the order the writes were committed (``ChangeSet/commit`` grows
+    /// along the sequence, also with writers on several threads). The sequence ends when the
+    /// consumer stops iterating.
     public func changes(prefix: String? = nil, id: String? = nil) -> AsyncStream<ChangeSet> {
         let (stream, continuation) = AsyncStream<ChangeSet>.makeStream(bufferingPolicy: .unbounded)
         let key = lock.withLock {
@@ -353,7 +292,9 @@ public final class Store: StoreReader, @unchecked Sendable {
     /// The change sets of every later write touching entities of `E`.
     public func changes<E: Entity>(of type: E.Type) -> AsyncStream<ChangeSet> { changes(prefix: E.prefix) }
 
-    private func notify(_ changes: ChangeSet) {
+    /// Hands `changes` to every observer. Called under ``writer``, so observers get change sets
+    /// in commit order.
+    func notify(_ changes: ChangeSet) {
         guard !changes.isEmpty else { return }
         let current = lock.withLock { Array(observers.values) }
         for observer in current {

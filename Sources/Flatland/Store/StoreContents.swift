@@ -5,6 +5,10 @@ import FlatlandJSON
 /// An in-memory store keeps its records here. A lazy store (one on a ``LazyStorePersistence``)
 /// reads through its backing instead: a bounded cache of decoded records in front of the
 /// persistence, or, in a snapshot, the persistence's snapshot.
+///
+/// Not part of the public API: it is public only as SPI, because ``StoreReader``'s one
+/// requirement hands it over.
+@_spi(StoreInternals)
 public struct StoreContents: Sendable {
     var records = RecordTable()
     /// Set in a lazy store: records, indexes and collections live in persistence.
@@ -74,6 +78,24 @@ public struct StoreContents: Sendable {
         guard backing == nil else { return }
         if collections.updateValue(collection, forKey: collection.id) == nil { collectionOrder.append(collection.id) }
         collectionIDByDisplay[collection.displayIdentifier] = collection.id
+    }
+
+    mutating func removeCollection(_ id: String) {
+        guard backing == nil, let removed = collections.removeValue(forKey: id) else { return }
+        collectionOrder.removeAll { $0 == id }
+        if collectionIDByDisplay[removed.displayIdentifier] == id {
+            // The display identifier finds the last collection written with it that is left.
+            collectionIDByDisplay[removed.displayIdentifier] = collectionOrder.last {
+                collections[$0]?.displayIdentifier == removed.displayIdentifier
+            }
+        }
+    }
+
+    /// The ids of the task collections, oldest first (nil when a lazy store cannot read them).
+    func taskCollectionIDs() -> [String]? {
+        guard let backing else { return collectionOrder.filter { collections[$0]?.kind == .task } }
+        if let known = backing.taskCollectionIDs { return known }
+        return backing.attempt { try backing.source.collections(kind: .task).map(\.id) }
     }
 
     // MARK: Reads (in memory, or through the backing)
@@ -190,7 +212,9 @@ struct PrefixCounts: Sendable {
 
 /// The read API shared by a live ``Store`` and a ``StoreSnapshot``.
 public protocol StoreReader {
-    /// Calls `body` with a consistent view of the contents.
+    /// Calls `body` with a consistent view of the contents (SPI: the contents' members are
+    /// internal; use the reads below).
+    @_spi(StoreInternals)
     func withContents<R>(_ body: (StoreContents) throws -> R) rethrows -> R
 }
 
@@ -236,9 +260,15 @@ extension StoreReader {
     /// The entities of `E` whose indexed property at `keyPath` equals `value`, sorted by id.
     /// The property must be declared in ``Entity/indexes``; the lookup does not scan. Strings
     /// match by their UTF-8 bytes (see ``EntityIndex``).
-    public func entities<E: Entity, V: Hashable & Sendable>(where keyPath: KeyPath<E, V>, equals value: V) -> [E] {
+    ///
+    /// - Throws: ``StoreQueryError/Code-swift.struct/undeclaredIndex`` when `E` declares no
+    ///   index on `keyPath`.
+    public func entities<E: Entity, V: Hashable & Sendable>(where keyPath: KeyPath<E, V>, equals value: V)
+        throws(StoreQueryError) -> [E]
+    {
         guard let name = E.indexes.first(where: { ($0.keyPath as AnyKeyPath) == (keyPath as AnyKeyPath) })?.name else {
-            preconditionFailure("\(E.self) declares no index on \(keyPath)")
+            throw StoreQueryError(
+                .undeclaredIndex, "\(E.self) declares no index on \(keyPath): list it in \(E.self).indexes")
         }
         return withContents { c in
             guard let type = c.backing?.registry.type(forPrefix: E.prefix) else {
@@ -274,6 +304,7 @@ extension StoreReader {
 /// A consistent, immutable view of a store at one moment: later writes do not change it.
 public struct StoreSnapshot: StoreReader, Sendable {
     let contents: StoreContents
+    @_spi(StoreInternals)
     public func withContents<R>(_ body: (StoreContents) throws -> R) rethrows -> R { try body(contents) }
 }
 

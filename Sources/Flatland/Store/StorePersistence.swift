@@ -7,9 +7,32 @@ import FlatlandJSON
 /// FlatlandSQLite's) makes the store lazy: records are loaded on first access into a bounded
 /// cache, and queries are answered by the persistence.
 public protocol StorePersistence: AnyObject, Sendable {
-    /// Writes one applied batch, all of it or nothing (one transaction).
-    func write(_ batch: PersistedBatch) throws
+    /// Writes one commit, all of it or nothing (one transaction), and runs `work` inside that
+    /// transaction after the batch's rows: if the work throws, the transaction is rolled back.
+    ///
+    /// The store calls this from its one commit path, one commit at a time and without holding
+    /// its read lock: the store's readers keep reading (a lazy store reads through the
+    /// persistence, which must let them see the data as it was before the transaction until it
+    /// commits).
+    ///
+    /// - Throws: ``StoreWriteError``: ``StoreWriteError/Code-swift.struct/persistence`` with the
+    ///   persistence's own error as ``StoreWriteError/underlying`` when the write fails,
+    ///   ``StoreWriteError/Code-swift.struct/transactionWork`` with the work's error when the work
+    ///   throws, ``StoreWriteError/Code-swift.struct/unsupportedWork`` when `work` is of a kind
+    ///   this persistence does not run. Nothing is written then.
+    func write(_ batch: PersistedBatch, alongside work: (any StoreTransactionWork)?) throws(StoreWriteError)
 }
+
+extension StorePersistence {
+    /// Writes one commit, all of it or nothing (one transaction).
+    public func write(_ batch: PersistedBatch) throws(StoreWriteError) { try write(batch, alongside: nil) }
+}
+
+/// Work a layer above the store runs inside the persistence transaction of a commit, so its own
+/// rows (an operation queue, delta tokens) are written together with the change to the entities,
+/// or not at all. Each persistence runs its own kind: FlatlandSQLite's `SQLiteTransactionWork`
+/// is a closure given the transaction's database connection. See <doc:WritingToTheStore>.
+public protocol StoreTransactionWork: Sendable {}
 
 /// Read access to what a persistence layer holds: the live database, or a consistent snapshot.
 ///

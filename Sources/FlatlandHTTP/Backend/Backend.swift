@@ -212,9 +212,7 @@ public final class Backend: Sendable {
             } catch let error as HTTPError {
                 failure = error
             } catch let error as IngestError {
-                failure = HTTPError(
-                    error.code == .cancelled ? .cancelled : .decoding, "the response could not be read: \(error)",
-                    ingest: error)
+                failure = HTTPError(ingest: error)
             } catch is CancellationError {
                 failure = HTTPError(.cancelled, "the task was cancelled")
             } catch {
@@ -249,9 +247,7 @@ public final class Backend: Sendable {
             return .success(
                 HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: ingest))
         } catch {
-            return .failure(
-                HTTPError(.decoding, "the response could not be read: \(error)", status: response.status, ingest: error)
-                    .stamped(task.request))
+            return .failure(HTTPError(ingest: error, status: response.status).stamped(task.request))
         }
     }
 

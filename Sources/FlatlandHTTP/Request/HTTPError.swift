@@ -31,6 +31,10 @@ public struct HTTPError: Error, CustomStringConvertible {
         public static let invalidRequest = Code(name: "invalidRequest")
         /// The session has ended (logged out).
         public static let sessionEnded = Code(name: "sessionEnded")
+        /// The response was read whole, but the store could not commit it: its persistence
+        /// failed. ``HTTPError/persistenceError`` is the persistence's own error (FlatlandSQLite's
+        /// `SQLiteStoreError`), ``HTTPError/ingest`` the ingest's. The store is unchanged.
+        public static let persistence = Code(name: "persistence")
         public var description: String { name }
     }
 
@@ -68,6 +72,25 @@ public struct HTTPError: Error, CustomStringConvertible {
         self.ingest = ingest
         self.underlying = underlying
     }
+
+    /// An error for a failed ingest: ``Code-swift.struct/cancelled``,
+    /// ``Code-swift.struct/persistence`` or ``Code-swift.struct/decoding`` as the ingest's code says.
+    init(ingest error: IngestError, status: Int? = nil) {
+        let code: Code =
+            switch error.code {
+            case .cancelled: .cancelled
+            case .persistence: .persistence
+            default: .decoding
+            }
+        let message =
+            code == .persistence
+            ? "the response could not be stored: \(error)" : "the response could not be read: \(error)"
+        self.init(code, message, status: status, ingest: error)
+    }
+
+    /// The persistence's own error, for ``Code-swift.struct/persistence`` (FlatlandSQLite's
+    /// `SQLiteStoreError`).
+    public var persistenceError: (any Error & Sendable)? { code == .persistence ? ingest?.underlying : nil }
 
     /// The error body as text.
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
