@@ -70,7 +70,7 @@ let package = Package(
                 "CAllocationCount",
             ]
         ),
-        .testTarget(name: "FlatlandSyncTests", dependencies: ["FlatlandSync"]),
+        .testTarget(name: "FlatlandSyncTests", dependencies: ["FlatlandSync", "FlatlandHTTP", "Flatland"]),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON", "CFlatlandSIMD"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),
         .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON", "CAllocationCount"]),
