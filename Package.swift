@@ -78,7 +78,9 @@ let package = Package(
         ),
         .testTarget(
             name: "FlatlandHTTPTests",
-            dependencies: ["FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON"]
+            dependencies: [
+                "FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON", "FlatlandSQLite",
+            ]
         ),
     ]
 )
