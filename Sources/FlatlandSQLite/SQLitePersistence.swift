@@ -501,70 +501,74 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
 
     // MARK: LazyStorePersistence
 
+    // Every read below throws SQLiteStoreError (corrupt, ioError, closed…), never an untyped
+    // error: the store turns a failed lazy read into "absent" and remembers it in
+    // Store.lastPersistenceError; callers of the persistence itself get the typed error.
+
     /// A source reading the database as it is now, whatever is written later (a read
     /// transaction on its own connection, kept until the source is released).
-    public func makeSnapshot() throws -> any StoredRecordSource {
+    public func makeSnapshot() throws(SQLiteStoreError) -> any StoredRecordSource {
         let pool = try database()
         let snapshot = try SQLiteStoreError.wrap(path: path) { try pool.makeSnapshot() }
         return SQLiteRecordReader(reader: snapshot, path: path)
     }
 
-    public func loadRecord(id: String) throws -> StoredRecord? {
+    public func loadRecord(id: String) throws(SQLiteStoreError) -> StoredRecord? {
         _ = try database()
         return try reader.loadRecord(id: id)
     }
 
-    public func loadRecords(ids: [String]) throws -> [StoredRecord] {
+    public func loadRecords(ids: [String]) throws(SQLiteStoreError) -> [StoredRecord] {
         _ = try database()
         return try reader.loadRecords(ids: ids)
     }
 
-    public func loadRecords(prefix: String) throws -> [StoredRecord] {
+    public func loadRecords(prefix: String) throws(SQLiteStoreError) -> [StoredRecord] {
         _ = try database()
         return try reader.loadRecords(prefix: prefix)
     }
 
-    public func containsRecord(id: String) throws -> Bool {
+    public func containsRecord(id: String) throws(SQLiteStoreError) -> Bool {
         _ = try database()
         return try reader.containsRecord(id: id)
     }
 
-    public func ids(prefix: String?) throws -> [String] {
+    public func ids(prefix: String?) throws(SQLiteStoreError) -> [String] {
         _ = try database()
         return try reader.ids(prefix: prefix)
     }
 
-    public func outdatedIDs(prefix: String, classVersion: Int) throws -> [String] {
+    public func outdatedIDs(prefix: String, classVersion: Int) throws(SQLiteStoreError) -> [String] {
         _ = try database()
         return try reader.outdatedIDs(prefix: prefix, classVersion: classVersion)
     }
 
-    public func count(prefix: String?) throws -> Int {
+    public func count(prefix: String?) throws(SQLiteStoreError) -> Int {
         _ = try database()
         return try reader.count(prefix: prefix)
     }
 
-    public func countsByPrefix() throws -> [String: Int] {
+    public func countsByPrefix() throws(SQLiteStoreError) -> [String: Int] {
         _ = try database()
         return try reader.countsByPrefix()
     }
 
-    public func ids(index: String, value: String) throws -> [String] {
+    public func ids(index: String, value: String) throws(SQLiteStoreError) -> [String] {
         _ = try database()
         return try reader.ids(index: index, value: value)
     }
 
-    public func collection(id: String) throws -> EntityCollection? {
+    public func collection(id: String) throws(SQLiteStoreError) -> EntityCollection? {
         _ = try database()
         return try reader.collection(id: id)
     }
 
-    public func collection(displayIdentifier: String) throws -> EntityCollection? {
+    public func collection(displayIdentifier: String) throws(SQLiteStoreError) -> EntityCollection? {
         _ = try database()
         return try reader.collection(displayIdentifier: displayIdentifier)
     }
 
-    public func collections(kind: EntityCollection.Kind?) throws -> [EntityCollection] {
+    public func collections(kind: EntityCollection.Kind?) throws(SQLiteStoreError) -> [EntityCollection] {
         _ = try database()
         return try reader.collections(kind: kind)
     }

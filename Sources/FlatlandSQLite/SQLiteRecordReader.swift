@@ -39,15 +39,15 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         return found
     }
 
-    func loadRecord(id: String) throws -> StoredRecord? {
+    func loadRecord(id: String) throws(SQLiteStoreError) -> StoredRecord? {
         try read { db in try Self.loadRecords(db, ids: [id]).first }
     }
 
-    func loadRecords(ids: [String]) throws -> [StoredRecord] {
+    func loadRecords(ids: [String]) throws(SQLiteStoreError) -> [StoredRecord] {
         try read { db in try Self.loadRecords(db, ids: ids) }
     }
 
-    func loadRecords(prefix: String) throws -> [StoredRecord] {
+    func loadRecords(prefix: String) throws(SQLiteStoreError) -> [StoredRecord] {
         try read { db in
             try RawStatement.all(
                 db, "SELECT \(Self.recordColumns) FROM entities WHERE id >= ? AND id < ? ORDER BY id",
@@ -55,11 +55,11 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         }
     }
 
-    func containsRecord(id: String) throws -> Bool {
+    func containsRecord(id: String) throws(SQLiteStoreError) -> Bool {
         try read { db in try RawStatement.one(db, "SELECT 1 FROM entities WHERE id = ?", [id]) { _ in true } ?? false }
     }
 
-    func ids(prefix: String?) throws -> [String] {
+    func ids(prefix: String?) throws(SQLiteStoreError) -> [String] {
         try read { db in
             guard let prefix else {
                 return try RawStatement.all(db, "SELECT id FROM entities ORDER BY id") { $0.text(0) }
@@ -70,7 +70,7 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         }
     }
 
-    func outdatedIDs(prefix: String, classVersion: Int) throws -> [String] {
+    func outdatedIDs(prefix: String, classVersion: Int) throws(SQLiteStoreError) -> [String] {
         try read { db in
             try RawStatement.all(
                 db, "SELECT id FROM entities WHERE type = ? AND class_version < ? ORDER BY id", [prefix, classVersion]
@@ -78,7 +78,7 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         }
     }
 
-    func count(prefix: String?) throws -> Int {
+    func count(prefix: String?) throws(SQLiteStoreError) -> Int {
         try read { db in
             guard let prefix else {
                 return try RawStatement.one(db, "SELECT coalesce(sum(count), 0) FROM type_counts") { $0.int(0) } ?? 0
@@ -87,7 +87,7 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         }
     }
 
-    func countsByPrefix() throws -> [String: Int] {
+    func countsByPrefix() throws(SQLiteStoreError) -> [String: Int] {
         try read { db in
             let rows = try RawStatement.all(db, "SELECT type, count FROM type_counts WHERE count > 0") {
                 ($0.text(0), $0.int(1))
@@ -96,7 +96,7 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         }
     }
 
-    func ids(index: String, value: String) throws -> [String] {
+    func ids(index: String, value: String) throws(SQLiteStoreError) -> [String] {
         try read { db in
             try RawStatement.all(
                 db, "SELECT id FROM entity_index WHERE name = ? AND value = ? ORDER BY id", [index, value]
@@ -136,7 +136,7 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         return EntityCollection(id: row.id, displayIdentifier: row.display, kind: kind, items: items, total: row.total)
     }
 
-    func collection(id: String) throws -> EntityCollection? {
+    func collection(id: String) throws(SQLiteStoreError) -> EntityCollection? {
         try read { db in
             try RawStatement.one(
                 db, "SELECT \(Self.collectionColumns) FROM collections WHERE id = ?", [id], CollectionRow.init
@@ -144,7 +144,7 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         }
     }
 
-    func collection(displayIdentifier: String) throws -> EntityCollection? {
+    func collection(displayIdentifier: String) throws(SQLiteStoreError) -> EntityCollection? {
         try read { db in
             try Self.collection(db, displayIdentifier: displayIdentifier)
         }
@@ -157,7 +157,7 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         ).map { try collection(db, $0) }
     }
 
-    func collections(kind: EntityCollection.Kind?) throws -> [EntityCollection] {
+    func collections(kind: EntityCollection.Kind?) throws(SQLiteStoreError) -> [EntityCollection] {
         try read { db in
             let rows: [CollectionRow]
             if let kind {
