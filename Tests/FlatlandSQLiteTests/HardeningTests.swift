@@ -19,16 +19,8 @@ struct NULTextTests {
     @Test func idsIndexValuesAndCollectionItemsWithNULRoundTripThroughAFile() throws {
         let path = Scratch.path()
         defer { Scratch.remove(path) }
-        let memory = Store(registry: try registry())
-        try Self.fill(memory)
+        let memory = try fillMemoryAndFile(path, Self.fill)
         #expect(memory.allIDs() == ["u-a", "u-a\u{0}b", "u-a\u{0}c"])
-        do {
-            let persistence = try SQLitePersistence(path: path)
-            let store = Store(registry: try registry(), persistence: persistence)
-            try Self.fill(store)
-            #expect(fingerprint(store) == fingerprint(memory))
-            persistence.close()
-        }
         let persistence = try SQLitePersistence(path: path)
         let reopened = Store(registry: try registry(), persistence: persistence)
         #expect(fingerprint(reopened) == fingerprint(memory))
