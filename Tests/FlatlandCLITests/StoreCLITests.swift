@@ -109,6 +109,22 @@ struct StoreCLITests {
         #expect(ingest.stderr.hasPrefix("error: "))
     }
 
+    @Test func aStoreTooDamagedToOpenIsVerifiedAsCorrupt() throws {
+        let ws = try Workspace()
+        let path = try Self.largeStore(ws)
+        // The schema page, after the 100-byte header.
+        var data = try #require(FileManager.default.contents(atPath: path))
+        for i in 100..<4096 { data[i] = 0xA5 }
+        try data.write(to: URL(fileURLWithPath: path))
+        let verify = try ws.run(["dump", "--store", "big.sqlite", "--verify"])
+        #expect(verify.status == 1)
+        #expect(verify.stdout.hasPrefix("big.sqlite: corrupt, 1 problem\n"))
+        let dump = try ws.run(["dump", "--store", "big.sqlite"])
+        #expect(dump.status == 1)
+        #expect(dump.stderr.contains("corrupt"))
+        #expect(FileManager.default.contents(atPath: path) == data)
+    }
+
     @Test func dumpOpensReadOnlyAndLeavesTheFileAsItIs() throws {
         let ws = try Workspace()
         let path = try Self.largeStore(ws)

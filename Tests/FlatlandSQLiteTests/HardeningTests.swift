@@ -134,6 +134,8 @@ struct ReadOnlyTests {
         let store = Store(registry: try registry(), persistence: persistence)
         #expect(store.count == 21)
         #expect(store.entity(EntityID<SeedUser>("u-3"))?.firstname == "F3")
+        #expect(store.snapshot().count == 21)
+        #expect(try persistence.verify().isOK)
         // Writes are refused by SQLite's read-only open, typed.
         let write = #expect(throws: SQLiteStoreError.self) {
             try persistence.setMetadata([1], forKey: "k")
