@@ -38,7 +38,11 @@ struct PersistentSessionTests {
                 #expect(!first.isActive)
                 #expect(await failure(of: first.launch(.get, "/users"))?.code == .sessionEnded)
 
-                let second = try persistentSession(environment, user: "ada", directory: directory)
+                // Opened off the cooperative pool this time.
+                let second = try await Session.open(
+                    user: "ada", environment: environment,
+                    registry: try EntityRegistry([SeedUser.self, SeedDevice.self]),
+                    storage: .persistent(SQLitePersistence.sessionStorage(in: directory)))
                 #expect(second.store.ids(prefix: "u") == page.items.sorted())
                 #expect(
                     second.store.collection(displayIdentifier: "/users")?.items.prefix(5).compactMap { $0 }

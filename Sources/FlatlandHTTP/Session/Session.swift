@@ -80,6 +80,23 @@ public final class Session: Sendable {
         }
     }
 
+    /// Makes a session as ``init(user:environment:registry:hooks:storage:configuration:)``
+    /// does, opening its store (blocking file I/O for a persistent one) on a dispatch queue rather
+    /// than on Swift's cooperative pool.
+    public static func open(
+        user: String, environment: Environment, registry: EntityRegistry = EntityRegistry(),
+        hooks: StoreHooks = StoreHooks(), storage: SessionStorage,
+        configuration: Backend.Configuration = Backend.Configuration()
+    ) async throws -> Session {
+        try await runBlocking {
+            Result {
+                try Session(
+                    user: user, environment: environment, registry: registry, hooks: hooks, storage: storage,
+                    configuration: configuration)
+            }
+        }.get()
+    }
+
     private init(
         user: String, environment: Environment, store: Store, factory: (any StorePersistenceFactory)?,
         configuration: Backend.Configuration
