@@ -83,7 +83,9 @@ let package = Package(
         ),
         .testTarget(
             name: "FlatlandHTTPTests",
-            dependencies: ["FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON"]
+            dependencies: [
+                "FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON", "FlatlandSQLite",
+            ]
         ),
         .testTarget(
             name: "FlatlandServerTests",

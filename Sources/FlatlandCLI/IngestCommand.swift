@@ -15,7 +15,11 @@ struct IngestCommand: ParsableCommand {
             file that fails stops the run with 'error: FILE:LINE:COLUMN: message' (exit 1).
             --dump prints JSON Lines: entities by uuid, tasks in file order, endpoints by name.
             With --store the store is a SQLite file (created if needed, added to if it exists):
-            'flatland dump --store PATH' later prints the same JSON Lines.
+            'flatland dump --store PATH' later prints the same JSON Lines. An existing store file is
+            checked first (PRAGMA quick_check); a damaged file, or any SQLite error while reading or
+            writing it, stops the run with 'error: …' (exit 1). A file that is not a Flatland store
+            is refused (exit 2) and left as it is; a file this run created is removed if the run
+            cannot even set it up.
             """
     )
 
@@ -46,7 +50,10 @@ struct IngestCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try Self.openStore(path: self.store)
+        let store = try Self.openStore(path: self.store, checked: true)
+        // Closed explicitly (the store outlives the run): the log is folded into the file, which
+        // is then one self-contained file.
+        defer { Self.close(store) }
         let options = IngestOptions(resolver: PrefixedIDResolver(key: idKey), versionKey: versionKey)
         var bytes = 0
         var failure: CLIFailure?
@@ -65,6 +72,15 @@ struct IngestCommand: ParsableCommand {
                 // An unreadable file stops the run too; the dump still shows the store as it stands.
                 failure = error
                 break
+            } catch {
+                // The store's own failure (a SQLite error committing the batch).
+                failure = .invalid("\(file): \(error)")
+                break
+            }
+            // A read the store could not make (it reads as absent) is a failure too.
+            if let error = store.lastPersistenceError {
+                failure = .invalid("\(file): \(error)")
+                break
             }
         }
         let seconds = monotonicSeconds() - start
@@ -78,19 +94,38 @@ struct IngestCommand: ParsableCommand {
                 "bytes: \(bytes), seconds: \(formatted(seconds, 3)), MB/s: \(formatted(Double(bytes) / 1e6 / max(seconds, 1e-9), 1))"
             )
         }
+        if failure == nil, let error = store.lastPersistenceError { failure = .invalid("\(error)") }
         if let failure { throw failure }
     }
 }
 
 extension IngestCommand {
-    /// An untyped store: in memory, or in the SQLite file at `path`.
-    static func openStore(path: String?) throws(CLIFailure) -> Store {
+    /// An untyped store: in memory, or in the SQLite file at `path` (read-only when `mode` says
+    /// so; first checked with `PRAGMA quick_check` when `checked`).
+    static func openStore(
+        path: String?, mode: SQLitePersistence.Options.Mode = .readWrite, checked: Bool = false
+    ) throws(CLIFailure) -> Store {
         guard let path else { return Store() }
         do {
-            return Store(persistence: try SQLitePersistence(path: path))
+            let persistence = try SQLitePersistence(path: path, options: .init(mode: mode))
+            if checked { try persistence.verify(quick: true).check() }
+            return Store(persistence: persistence)
         } catch {
-            throw CLIFailure.usage(error.description)
+            throw failure(error)
         }
+    }
+
+    /// Closes the store's file, if it has one.
+    static func close(_ store: Store) { (store.persistence as? SQLitePersistence)?.close() }
+
+    /// The exit a store error gives: 1 for a damaged store or a failed read or write, 2 for a
+    /// file that is not a store this build can use (missing, not a database, not Flatland's,
+    /// newer, already open).
+    static func failure(_ error: SQLiteStoreError) -> CLIFailure {
+        let unusable: Set<SQLiteStoreError.Code> = [
+            .notADatabase, .notFlatland, .newerSchema, .alreadyOpen, .cannotOpen, .fileSystem,
+        ]
+        return unusable.contains(error.code) ? .usage(error.description) : .invalid(error.description)
     }
 }
 
@@ -98,14 +133,46 @@ extension IngestCommand {
 struct DumpCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dump",
-        abstract: "Print a SQLite store file as JSON Lines, as 'ingest --dump' prints its store.")
+        abstract: "Print a SQLite store file as JSON Lines, as 'ingest --dump' prints its store.",
+        discussion: """
+            The file is opened read-only (it can be dumped from a read-only directory or a full
+            disk) and checked first (PRAGMA quick_check). A damaged file, or any SQLite error while
+            reading it, ends the run with 'error: …' (exit 1). --verify prints the verdict of a full
+            check (PRAGMA integrity_check and the store's own counts) instead of the dump: 'PATH: ok'
+            (exit 0), or 'PATH: corrupt, N problems' and one problem per line (exit 1).
+            """)
 
     @Option(help: "The SQLite store file (written by 'ingest --store').")
     var store: String
 
+    @Flag(help: "Check the whole file and print the verdict instead of the dump.")
+    var verify = false
+
     func run() throws {
         guard FileManager.default.fileExists(atPath: store) else { throw CLIFailure.usage("\(store): no such file") }
-        StoreDump.write(try IngestCommand.openStore(path: store), idKey: "uuid")
+        if verify { return try verifyStore() }
+        let opened = try IngestCommand.openStore(path: store, mode: .readOnly, checked: true)
+        defer { IngestCommand.close(opened) }
+        StoreDump.write(opened, idKey: "uuid")
+        if let error = opened.lastPersistenceError { throw CLIFailure.invalid("\(error)") }
+    }
+
+    private func verifyStore() throws {
+        let report: SQLiteIntegrityReport
+        do {
+            let persistence = try SQLitePersistence(path: store, options: .init(mode: .readOnly))
+            defer { persistence.close() }
+            report = try persistence.verify()
+        } catch  where error.code == .corrupt {
+            // Too damaged to open: that is the verdict.
+            report = SQLiteIntegrityReport(path: store, problems: [error.sqliteMessage ?? error.message])
+        } catch {
+            throw IngestCommand.failure(error)
+        }
+        print(report)
+        if !report.isOK {
+            throw CLIFailure.invalid("\(store): the store is corrupt (\(report.problems.count) problems)")
+        }
     }
 }
 
@@ -131,6 +198,7 @@ enum StoreDump {
             out.removeAll(keepingCapacity: true)
         }
         for id in store.allIDs() {
+            // A listed id that cannot be read is the store's failure (lastPersistenceError).
             guard let record = store.record(id: id) else { continue }
             line(kind: "entity") { w in
                 w.key("uuid")

@@ -1,9 +1,14 @@
 import GRDB
 import GRDBSQLite
 
-/// A GRDB cached statement driven through SQLite's C API, for the per-record hot paths (the
-/// batch insert and the batch lookup): no argument arrays, no row objects. Only these calls
-/// ever touch the statement.
+/// A GRDB cached statement driven through SQLite's C API: for the per-record hot paths (the
+/// batch insert and the batch lookup: no argument arrays, no row objects), and for every
+/// statement that binds or reads text.
+///
+/// Text is bound and read by its byte length, never as a C string: GRDB binds a `String`
+/// with length -1 and reads one with `String(cString:)`, which cut an id such as `"u-a\u{0}b"`
+/// at its NUL (three such ids read back as the same `"u-a"`). So every id, display identifier,
+/// index value and collection item goes through ``bind(_:_:)-(_,String)`` and ``text(_:)``.
 struct RawStatement {
     let statement: SQLiteStatement
     let connection: SQLiteConnection
@@ -34,6 +39,11 @@ struct RawStatement {
     }
 
     func bind(_ index: Int32, blob: [UInt8]) {
+        // An empty buffer may have no address, and a null pointer would bind NULL.
+        guard !blob.isEmpty else {
+            sqlite3_bind_zeroblob(statement, index, 0)
+            return
+        }
         blob.withUnsafeBytes { bytes in
             _ = sqlite3_bind_blob(statement, index, bytes.baseAddress, Int32(bytes.count), Self.transient)
         }
@@ -77,6 +87,13 @@ struct RawStatement {
 
     func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(statement, column)) }
 
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+    /// An integer column that may be NULL.
+    func optionalInt(_ column: Int32) -> Int? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : int(column)
+    }
+
     func double(_ column: Int32) -> Double? {
         sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_double(statement, column)
     }
@@ -84,5 +101,74 @@ struct RawStatement {
     private func error(_ code: Int32) -> DatabaseError {
         let message = sqlite3_errmsg(connection).map { String(cString: $0) }
         return DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
+    }
+}
+
+/// A value bound to a statement parameter by ``RawStatement``: text by its byte length.
+protocol RawBindable {
+    func bind(to statement: RawStatement, at index: Int32)
+}
+
+extension String: RawBindable {
+    func bind(to statement: RawStatement, at index: Int32) { statement.bind(index, self) }
+}
+
+extension Int: RawBindable {
+    func bind(to statement: RawStatement, at index: Int32) { statement.bind(index, self) }
+}
+
+extension Int64: RawBindable {
+    func bind(to statement: RawStatement, at index: Int32) { sqlite3_bind_int64(statement.statement, index, self) }
+}
+
+extension Array: RawBindable where Element == UInt8 {
+    func bind(to statement: RawStatement, at index: Int32) { statement.bind(index, blob: self) }
+}
+
+extension Optional: RawBindable where Wrapped: RawBindable {
+    func bind(to statement: RawStatement, at index: Int32) {
+        if let value = self {
+            value.bind(to: statement, at: index)
+        } else {
+            sqlite3_bind_null(statement.statement, index)
+        }
+    }
+}
+
+extension RawStatement {
+    /// Resets the statement and binds `arguments` to its parameters, in order.
+    func bind(_ arguments: [any RawBindable]) {
+        reset()
+        for (offset, argument) in arguments.enumerated() { argument.bind(to: self, at: Int32(offset + 1)) }
+    }
+
+    /// Runs `sql` (a statement returning no rows) with `arguments`.
+    static func execute(_ db: Database, _ sql: String, _ arguments: [any RawBindable] = []) throws {
+        let statement = try RawStatement(db, sql: sql)
+        statement.bind(arguments)
+        defer { statement.reset() }
+        try statement.run()
+    }
+
+    /// Every row of `sql` with `arguments`, each read by `row`.
+    static func all<T>(
+        _ db: Database, _ sql: String, _ arguments: [any RawBindable] = [], _ row: (RawStatement) throws -> T
+    ) throws -> [T] {
+        let statement = try RawStatement(db, sql: sql)
+        statement.bind(arguments)
+        defer { statement.reset() }
+        var rows: [T] = []
+        while try statement.next() { rows.append(try row(statement)) }
+        return rows
+    }
+
+    /// The first row of `sql` with `arguments`, read by `row`; nil when there is none.
+    static func one<T>(
+        _ db: Database, _ sql: String, _ arguments: [any RawBindable] = [], _ row: (RawStatement) throws -> T
+    ) throws -> T? {
+        let statement = try RawStatement(db, sql: sql)
+        statement.bind(arguments)
+        defer { statement.reset() }
+        return try statement.next() ? row(statement) : nil
     }
 }

@@ -11,29 +11,58 @@ import GRDB
 ///
 /// ```swift
 /// let location = SQLiteStoreLocation(directory: supportDirectory, user: "u-42", environment: "production")
-/// let store = Store(registry: registry, persistence: try SQLitePersistence(location: location))
+/// let persistence = try SQLitePersistence(location: location)
+/// let store = Store(registry: registry, persistence: persistence)
 /// try store.ingest(responseBytes, endpoint: "/users?offset=0&count=20")
-/// // …on logout:
-/// try SQLitePersistence.removeFiles(at: location)
+/// // …on logout: wipe in one transaction, then close the file and remove it.
+/// try store.removeAll()
+/// try persistence.destroy()
 /// ```
+///
+/// (A FlatlandHTTP `Session` does this for you: give it
+/// ``SQLitePersistence/sessionStorage(in:options:)``.)
 ///
 /// The file is in WAL mode: one writer (the store, under its lock) and concurrent readers
 /// (snapshots). A file is opened once per process; opening it again throws
-/// ``SQLiteStoreError/Code/alreadyOpen``. Give a persistence to one store only: the store's
-/// cache assumes it is the only writer.
+/// ``SQLiteStoreError/Code-swift.struct/alreadyOpen``. Give a persistence to one store only: the
+/// store's cache assumes it is the only writer.
+///
+/// Ids and every other text (collection items, display identifiers, index values) are stored and
+/// read back by their byte length: an id containing U+0000 round-trips whole.
+///
+/// Every read and write throws a ``SQLiteStoreError`` on failure (a damaged file gives
+/// ``SQLiteStoreError/Code-swift.struct/corrupt``, a failing disk
+/// ``SQLiteStoreError/Code-swift.struct/ioError``); ``verify(quick:)`` checks a whole file. A
+/// store opened ``Options/Mode/readOnly`` never writes, so it can be read from a read-only
+/// directory or a full disk.
 public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable {
     /// How a store file is opened.
     public struct Options: Sendable {
+        /// Whether the file may be written.
+        public enum Mode: Sendable, Hashable {
+            /// Created if needed, migrated to the current schema, written by the store.
+            case readWrite
+            /// Only read: the file must exist and be of the current schema; nothing is ever
+            /// written to it (not even on close), and writes throw
+            /// ``SQLiteStoreError/Code-swift.struct/readOnly``. A file in a directory that
+            /// cannot be written (where SQLite cannot make its WAL index) is opened as immutable
+            /// when it has no WAL file, so a closed store can be read from read-only media.
+            case readOnly
+        }
+
         /// How many decoded records the store keeps in memory (least recently used out).
         public var cacheCapacity: Int
         /// Remove the file (and its WAL and SHM companions) when the persistence is closed or
         /// released: a scratch store.
         public var removeFilesOnClose: Bool
+        /// Whether the file may be written.
+        public var mode: Mode
 
-        /// Options; by default a cache of 10,000 records and a file that stays.
-        public init(cacheCapacity: Int = 10_000, removeFilesOnClose: Bool = false) {
+        /// Options; by default a cache of 10,000 records, a file that stays, read and written.
+        public init(cacheCapacity: Int = 10_000, removeFilesOnClose: Bool = false, mode: Mode = .readWrite) {
             self.cacheCapacity = cacheCapacity
             self.removeFilesOnClose = removeFilesOnClose
+            self.mode = mode
         }
     }
 
@@ -59,30 +88,46 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
 
     /// Opens (creating if needed) the store file of one user in one environment.
     public convenience init(location: SQLiteStoreLocation, options: Options = Options()) throws(SQLiteStoreError) {
-        do {
-            try FileManager.default.createDirectory(atPath: location.directory, withIntermediateDirectories: true)
-        } catch {
-            throw SQLiteStoreError(.sqlite, path: location.path, message: "cannot create the directory: \(error)")
+        if options.mode == .readWrite {
+            do {
+                try FileManager.default.createDirectory(atPath: location.directory, withIntermediateDirectories: true)
+            } catch {
+                throw SQLiteStoreError(
+                    .fileSystem, path: location.path, message: "cannot create the directory: \(error)")
+            }
         }
         try self.init(path: location.path, options: options)
     }
 
-    /// Opens (creating if needed) the store file at `path`.
+    /// Opens (creating if needed, unless read-only) the store file at `path`.
+    ///
+    /// A file this call creates is removed again when the open fails (a full disk, a directory
+    /// that cannot be written): no empty file is left behind. A file that existed is never
+    /// removed.
     ///
     /// - Throws: ``SQLiteStoreError``: `notADatabase`, `notFlatland`, `corrupt` or
     ///   `newerSchema` when the file is not one this build can use (it is then left untouched),
-    ///   `alreadyOpen` when this process has it open already.
+    ///   `alreadyOpen` when this process has it open already, `cannotOpen` when a read-only open
+    ///   finds no file, `readOnly` when a read-only open finds an older schema, or the
+    ///   SQLite failure (`full`, `ioError`, `readOnly`…).
     public init(path: String, options: Options = Options()) throws(SQLiteStoreError) {
         self.path = path
         self.options = options
         cacheCapacity = options.cacheCapacity
         key = OpenFiles.key(for: path)
         try OpenFiles.claim(key, path: path)
+        let readOnly = options.mode == .readOnly
+        let companions = Self.companions(of: path)
+        let existing = companions.filter { FileManager.default.fileExists(atPath: $0) }
         var opened: DatabasePool?
-        do {
+        do throws(SQLiteStoreError) {
+            if readOnly && !existing.contains(path) {
+                throw SQLiteStoreError(.cannotOpen, path: path, message: "no such file (opened read-only)")
+            }
             // Look before writing anything: a file that is not ours is left as it is.
-            try SQLiteSchema.inspect(path: path)
+            let openPath = try Self.inspect(path: path, readOnly: readOnly)
             var configuration = Configuration()
+            configuration.readonly = readOnly
             configuration.label = "Flatland"
             configuration.busyMode = .timeout(10)
             configuration.prepareDatabase { db in
@@ -95,11 +140,18 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
                 try db.execute(sql: "PRAGMA cache_size = -65536")
             }
             let pool = try SQLiteStoreError.wrap(path: path) {
-                try DatabasePool(path: path, configuration: configuration)
+                try DatabasePool(path: openPath, configuration: configuration)
             }
             opened = pool
-            appliedMigrations = try SQLiteStoreError.wrap(path: path) {
-                try pool.write { db in try SQLiteSchema.migrate(db, path: path) }
+            if readOnly {
+                try SQLiteStoreError.wrap(path: path) {
+                    try pool.read { db in try SQLiteSchema.checkCurrent(db, path: path) }
+                }
+                appliedMigrations = []
+            } else {
+                appliedMigrations = try SQLiteStoreError.wrap(path: path) {
+                    try pool.write { db in try SQLiteSchema.migrate(db, path: path) }
+                }
             }
             touched = try SQLiteStoreError.wrap(path: path) {
                 try pool.read { db in try Int64.fetchOne(db, sql: "SELECT max(touched) FROM collections") ?? 0 }
@@ -109,8 +161,43 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         } catch {
             try? opened?.close()
             OpenFiles.release(key)
+            // Only what this call created goes: never a file that was there before.
+            if !readOnly {
+                for file in companions where !existing.contains(file) {
+                    try? FileManager.default.removeItem(atPath: file)
+                }
+            }
             throw error
         }
+    }
+
+    /// The store file and the companions SQLite may make next to it.
+    static func companions(of path: String) -> [String] {
+        [path, path + "-wal", path + "-shm", path + "-journal"]
+    }
+
+    /// Checks the file without writing (see ``SQLiteSchema/inspect(path:openPath:)``); returns
+    /// the path to open it by. Read-only, a file SQLite cannot open because it cannot make the
+    /// WAL index next to it (a read-only directory) is opened as immutable, when it has no WAL
+    /// file whose commits would then be missed.
+    private static func inspect(path: String, readOnly: Bool) throws(SQLiteStoreError) -> String {
+        do {
+            try SQLiteSchema.inspect(path: path)
+            return path
+        } catch  where readOnly && (error.code == .readOnly || error.code == .cannotOpen) {
+            guard !FileManager.default.fileExists(atPath: path + "-wal") else { throw error }
+            let immutable = immutableURI(path)
+            try SQLiteSchema.inspect(path: path, openPath: immutable)
+            return immutable
+        }
+    }
+
+    /// A URI opening `path` as immutable: SQLite then takes no locks and makes no WAL index.
+    static func immutableURI(_ path: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#%")
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        return "file:" + (absolute.addingPercentEncoding(withAllowedCharacters: allowed) ?? absolute) + "?immutable=1"
     }
 
     deinit { closeAndRelease() }
@@ -131,8 +218,16 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         }
         guard let pool else { return }
         // Fold the log into the file, so a closed store is one self-contained file.
-        _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        if options.mode == .readWrite {
+            _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        }
         try? pool.close()
+        if options.mode == .readWrite && FileManager.default.fileExists(atPath: path + "-wal") {
+            // GRDB closes the writer before its read-only readers, so the last connection to close
+            // could not remove the WAL and SHM files. One plain connection, opened and closed
+            // last, does (SQLite removes them only when no other connection has the file open).
+            if let queue = try? DatabaseQueue(path: path) { try? queue.close() }
+        }
         OpenFiles.release(key)
         if options.removeFilesOnClose { try? Self.removeFiles(atPath: path) }
     }
@@ -159,10 +254,9 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         if OpenFiles.isOpen(OpenFiles.key(for: path)) {
             throw SQLiteStoreError(.alreadyOpen, path: path, message: "the store is open: close it before removing it")
         }
-        for file in [path, path + "-wal", path + "-shm", path + "-journal"]
-        where FileManager.default.fileExists(atPath: file) {
+        for file in companions(of: path) where FileManager.default.fileExists(atPath: file) {
             do { try FileManager.default.removeItem(atPath: file) } catch {
-                throw SQLiteStoreError(.sqlite, path: file, message: "cannot remove: \(error)")
+                throw SQLiteStoreError(.fileSystem, path: file, message: "cannot remove: \(error)")
             }
         }
     }
@@ -174,9 +268,7 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         let pool = try database()
         return try SQLiteStoreError.wrap(path: path) {
             try pool.read { db in
-                try Data.fetchOne(db, sql: "SELECT value FROM metadata WHERE key = ?", arguments: [key]).map {
-                    [UInt8]($0)
-                }
+                try RawStatement.one(db, "SELECT value FROM metadata WHERE key = ?", [key]) { $0.bytes(0) }
             }
         }
     }
@@ -187,11 +279,10 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         try SQLiteStoreError.wrap(path: path) {
             try pool.write { db in
                 if let value {
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO metadata (key, value) VALUES (?, ?)",
-                        arguments: [key, Data(value)])
+                    try RawStatement.execute(
+                        db, "INSERT OR REPLACE INTO metadata (key, value) VALUES (?, ?)", [key, value])
                 } else {
-                    try db.execute(sql: "DELETE FROM metadata WHERE key = ?", arguments: [key])
+                    try RawStatement.execute(db, "DELETE FROM metadata WHERE key = ?", [key])
                 }
             }
         }
@@ -203,6 +294,52 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         return try SQLiteStoreError.wrap(path: path) {
             try pool.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
         }
+    }
+
+    // MARK: Verifying
+
+    /// Checks the whole file: SQLite's `PRAGMA integrity_check` (every page, every index
+    /// against its table; `quick_check` when `quick`, which skips the index comparison and is
+    /// several times faster), then Flatland's own counts against its records.
+    ///
+    /// A file so damaged that the check cannot run reports that as its problem. The store keeps
+    /// working while the check runs (it reads on its own connection).
+    ///
+    /// - Returns: the problems found (``SQLiteIntegrityReport/isOK`` when none); call
+    ///   ``SQLiteIntegrityReport/check()`` to throw them instead.
+    /// - Throws: ``SQLiteStoreError`` when the check cannot be run at all (a closed store, an
+    ///   I/O error).
+    public func verify(quick: Bool = false) throws(SQLiteStoreError) -> SQLiteIntegrityReport {
+        let pool = try database()
+        do {
+            let problems = try SQLiteStoreError.wrap(path: path) {
+                try pool.read { db in try Self.problems(db, quick: quick) }
+            }
+            return SQLiteIntegrityReport(path: path, problems: problems)
+        } catch  where error.code == .corrupt || error.code == .notADatabase {
+            return SQLiteIntegrityReport(path: path, problems: [error.sqliteMessage ?? error.message])
+        }
+    }
+
+    static func problems(_ db: Database, quick: Bool) throws -> [String] {
+        let pragma = quick ? "PRAGMA quick_check(1000)" : "PRAGMA integrity_check(1000)"
+        var problems = try RawStatement.all(db, pragma) { $0.text(0) }.filter { $0 != "ok" }
+        guard problems.isEmpty else { return problems }
+        // The per-type counts are kept by every write; they must match the records.
+        let counted = try RawStatement.all(db, "SELECT type, count FROM type_counts WHERE count != 0") {
+            ($0.text(0), $0.int(1))
+        }
+        let actual = try RawStatement.all(db, "SELECT type, count(*) FROM entities GROUP BY type") {
+            ($0.text(0), $0.int(1))
+        }
+        let kept = Dictionary(counted, uniquingKeysWith: { _, last in last })
+        let real = Dictionary(actual, uniquingKeysWith: { _, last in last })
+        for type in Set(kept.keys).union(real.keys).sorted() where kept[type] != real[type] {
+            problems.append(
+                "type_counts says \(kept[type] ?? 0) records of type \(type), the entities table holds \(real[type] ?? 0)"
+            )
+        }
+        return problems
     }
 
     // MARK: StorePersistence
@@ -306,32 +443,29 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             }
         }
         if !batch.removed.isEmpty {
-            let delete = try db.cachedStatement(sql: "DELETE FROM entities WHERE id = ?")
-            let deleteIndex = try db.cachedStatement(sql: "DELETE FROM entity_index WHERE id = ?")
             for id in batch.removed {
-                try delete.execute(arguments: [id])
+                try RawStatement.execute(db, "DELETE FROM entities WHERE id = ?", [id])
                 guard db.changesCount > 0 else { continue }
-                try deleteIndex.execute(arguments: [id])
+                try RawStatement.execute(db, "DELETE FROM entity_index WHERE id = ?", [id])
                 let prefix = id.split(separator: "-", maxSplits: 1).first.map(String.init) ?? id
                 counts[prefix, default: 0] -= 1
             }
         }
         if !counts.isEmpty {
-            let count = try db.cachedStatement(
-                sql: """
-                    INSERT INTO type_counts (type, count) VALUES (?, ?)
-                    ON CONFLICT (type) DO UPDATE SET count = count + excluded.count
-                    """)
-            for (type, delta) in counts where delta != 0 { try count.execute(arguments: [type, delta]) }
+            let count = """
+                INSERT INTO type_counts (type, count) VALUES (?, ?)
+                ON CONFLICT (type) DO UPDATE SET count = count + excluded.count
+                """
+            for (type, delta) in counts where delta != 0 { try RawStatement.execute(db, count, [type, delta]) }
         }
         for collection in batch.collections {
             try write(collection, db)
             bytes += 64 + collection.items.count * 48
         }
         for id in batch.removedCollections {
-            if let seq = try Int64.fetchOne(db, sql: "SELECT seq FROM collections WHERE id = ?", arguments: [id]) {
-                try db.execute(sql: "DELETE FROM collection_items WHERE seq = ?", arguments: [seq])
-                try db.execute(sql: "DELETE FROM collections WHERE seq = ?", arguments: [seq])
+            if let seq = try RawStatement.one(db, "SELECT seq FROM collections WHERE id = ?", [id], { $0.int64(0) }) {
+                try RawStatement.execute(db, "DELETE FROM collection_items WHERE seq = ?", [seq])
+                try RawStatement.execute(db, "DELETE FROM collections WHERE seq = ?", [seq])
             }
         }
         return bytes + batch.removed.count * 64
@@ -342,24 +476,26 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             touched += 1
             return touched
         }
-        let upsert = try db.cachedStatement(
-            sql: """
-                INSERT INTO collections (id, display, kind, total, length, touched) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET display = excluded.display, kind = excluded.kind,
-                    total = excluded.total, length = excluded.length, touched = excluded.touched
-                """)
-        try upsert.execute(arguments: [
-            collection.id, collection.displayIdentifier, collection.kind.rawValue, collection.total,
-            collection.items.count, stamp,
-        ])
+        let upsert = """
+            INSERT INTO collections (id, display, kind, total, length, touched) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET display = excluded.display, kind = excluded.kind,
+                total = excluded.total, length = excluded.length, touched = excluded.touched
+            """
+        try RawStatement.execute(
+            db, upsert,
+            [
+                collection.id, collection.displayIdentifier, collection.kind.rawValue, collection.total,
+                collection.items.count, stamp,
+            ])
         let seq =
-            try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT seq FROM collections WHERE id = ?"), arguments: [collection.id]) ?? 0
-        try db.cachedStatement(sql: "DELETE FROM collection_items WHERE seq = ?").execute(arguments: [seq])
-        let item = try db.cachedStatement(sql: "INSERT INTO collection_items (seq, position, item) VALUES (?, ?, ?)")
+            try RawStatement.one(db, "SELECT seq FROM collections WHERE id = ?", [collection.id]) { $0.int64(0) } ?? 0
+        try RawStatement.execute(db, "DELETE FROM collection_items WHERE seq = ?", [seq])
+        let item = try RawStatement(db, sql: "INSERT INTO collection_items (seq, position, item) VALUES (?, ?, ?)")
+        defer { item.reset() }
         for (position, id) in collection.items.enumerated() {
             guard let id else { continue }
-            try item.execute(arguments: [seq, position, id])
+            item.bind([seq, position, id])
+            try item.run()
         }
     }
 
@@ -395,70 +531,74 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
 
     // MARK: LazyStorePersistence
 
+    // Every read below throws SQLiteStoreError (corrupt, ioError, closed…), never an untyped
+    // error: the store turns a failed lazy read into "absent" and remembers it in
+    // Store.lastPersistenceError; callers of the persistence itself get the typed error.
+
     /// A source reading the database as it is now, whatever is written later (a read
     /// transaction on its own connection, kept until the source is released).
-    public func makeSnapshot() throws -> any StoredRecordSource {
+    public func makeSnapshot() throws(SQLiteStoreError) -> any StoredRecordSource {
         let pool = try database()
         let snapshot = try SQLiteStoreError.wrap(path: path) { try pool.makeSnapshot() }
         return SQLiteRecordReader(reader: snapshot, path: path)
     }
 
-    public func loadRecord(id: String) throws -> StoredRecord? {
+    public func loadRecord(id: String) throws(SQLiteStoreError) -> StoredRecord? {
         _ = try database()
         return try reader.loadRecord(id: id)
     }
 
-    public func loadRecords(ids: [String]) throws -> [StoredRecord] {
+    public func loadRecords(ids: [String]) throws(SQLiteStoreError) -> [StoredRecord] {
         _ = try database()
         return try reader.loadRecords(ids: ids)
     }
 
-    public func loadRecords(prefix: String) throws -> [StoredRecord] {
+    public func loadRecords(prefix: String) throws(SQLiteStoreError) -> [StoredRecord] {
         _ = try database()
         return try reader.loadRecords(prefix: prefix)
     }
 
-    public func containsRecord(id: String) throws -> Bool {
+    public func containsRecord(id: String) throws(SQLiteStoreError) -> Bool {
         _ = try database()
         return try reader.containsRecord(id: id)
     }
 
-    public func ids(prefix: String?) throws -> [String] {
+    public func ids(prefix: String?) throws(SQLiteStoreError) -> [String] {
         _ = try database()
         return try reader.ids(prefix: prefix)
     }
 
-    public func outdatedIDs(prefix: String, classVersion: Int) throws -> [String] {
+    public func outdatedIDs(prefix: String, classVersion: Int) throws(SQLiteStoreError) -> [String] {
         _ = try database()
         return try reader.outdatedIDs(prefix: prefix, classVersion: classVersion)
     }
 
-    public func count(prefix: String?) throws -> Int {
+    public func count(prefix: String?) throws(SQLiteStoreError) -> Int {
         _ = try database()
         return try reader.count(prefix: prefix)
     }
 
-    public func countsByPrefix() throws -> [String: Int] {
+    public func countsByPrefix() throws(SQLiteStoreError) -> [String: Int] {
         _ = try database()
         return try reader.countsByPrefix()
     }
 
-    public func ids(index: String, value: String) throws -> [String] {
+    public func ids(index: String, value: String) throws(SQLiteStoreError) -> [String] {
         _ = try database()
         return try reader.ids(index: index, value: value)
     }
 
-    public func collection(id: String) throws -> EntityCollection? {
+    public func collection(id: String) throws(SQLiteStoreError) -> EntityCollection? {
         _ = try database()
         return try reader.collection(id: id)
     }
 
-    public func collection(displayIdentifier: String) throws -> EntityCollection? {
+    public func collection(displayIdentifier: String) throws(SQLiteStoreError) -> EntityCollection? {
         _ = try database()
         return try reader.collection(displayIdentifier: displayIdentifier)
     }
 
-    public func collections(kind: EntityCollection.Kind?) throws -> [EntityCollection] {
+    public func collections(kind: EntityCollection.Kind?) throws(SQLiteStoreError) -> [EntityCollection] {
         _ = try database()
         return try reader.collections(kind: kind)
     }

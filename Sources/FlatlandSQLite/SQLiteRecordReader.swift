@@ -17,144 +17,156 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
     }
 
     /// `[prefix + "-", prefix + ".")`: the ids of one type, as a range of the id index.
-    static func range(_ prefix: String) -> StatementArguments { [prefix + "-", prefix + "."] }
+    static func range(_ prefix: String) -> [any RawBindable] { [prefix + "-", prefix + "."] }
 
     static let recordColumns = "id, type, class_version, data_version, fields"
 
-    static func record(_ row: Row) -> StoredRecord {
-        let fields: Data = row[4]
-        return StoredRecord(
-            id: row[0], prefix: row[1], classVersion: row[2], dataVersion: row[3], fields: [UInt8](fields))
+    /// The record at the statement's current row (columns as ``recordColumns``).
+    static func record(_ row: RawStatement) -> StoredRecord {
+        StoredRecord(
+            id: row.text(0), prefix: row.text(1), classVersion: row.int(2), dataVersion: row.double(3),
+            fields: row.bytes(4))
     }
 
     static func loadRecords(_ db: Database, ids: [String]) throws -> [StoredRecord] {
         let select = try RawStatement(db, sql: "SELECT \(recordColumns) FROM entities WHERE id = ?")
+        defer { select.reset() }
         var found: [StoredRecord] = []
         for id in ids {
-            select.reset()
-            select.bind(1, id)
-            if try select.next() {
-                found.append(
-                    StoredRecord(
-                        id: select.text(0), prefix: select.text(1), classVersion: select.int(2),
-                        dataVersion: select.double(3), fields: select.bytes(4)))
-            }
+            select.bind([id])
+            if try select.next() { found.append(record(select)) }
         }
-        select.reset()
         return found
     }
 
-    func loadRecord(id: String) throws -> StoredRecord? {
+    func loadRecord(id: String) throws(SQLiteStoreError) -> StoredRecord? {
         try read { db in try Self.loadRecords(db, ids: [id]).first }
     }
 
-    func loadRecords(ids: [String]) throws -> [StoredRecord] {
+    func loadRecords(ids: [String]) throws(SQLiteStoreError) -> [StoredRecord] {
         try read { db in try Self.loadRecords(db, ids: ids) }
     }
 
-    func loadRecords(prefix: String) throws -> [StoredRecord] {
+    func loadRecords(prefix: String) throws(SQLiteStoreError) -> [StoredRecord] {
         try read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT \(Self.recordColumns) FROM entities WHERE id >= ? AND id < ? ORDER BY id",
-                arguments: Self.range(prefix)
-            ).map(Self.record)
+            try RawStatement.all(
+                db, "SELECT \(Self.recordColumns) FROM entities WHERE id >= ? AND id < ? ORDER BY id",
+                Self.range(prefix), Self.record)
         }
     }
 
-    func containsRecord(id: String) throws -> Bool {
-        try read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM entities WHERE id = ?", arguments: [id]) ?? false }
+    func containsRecord(id: String) throws(SQLiteStoreError) -> Bool {
+        try read { db in try RawStatement.one(db, "SELECT 1 FROM entities WHERE id = ?", [id]) { _ in true } ?? false }
     }
 
-    func ids(prefix: String?) throws -> [String] {
-        try read { db in
-            guard let prefix else { return try String.fetchAll(db, sql: "SELECT id FROM entities ORDER BY id") }
-            return try String.fetchAll(
-                db, sql: "SELECT id FROM entities WHERE id >= ? AND id < ? ORDER BY id", arguments: Self.range(prefix))
-        }
-    }
-
-    func outdatedIDs(prefix: String, classVersion: Int) throws -> [String] {
-        try read { db in
-            try String.fetchAll(
-                db, sql: "SELECT id FROM entities WHERE type = ? AND class_version < ? ORDER BY id",
-                arguments: [prefix, classVersion])
-        }
-    }
-
-    func count(prefix: String?) throws -> Int {
+    func ids(prefix: String?) throws(SQLiteStoreError) -> [String] {
         try read { db in
             guard let prefix else {
-                return try Int.fetchOne(db, sql: "SELECT coalesce(sum(count), 0) FROM type_counts") ?? 0
+                return try RawStatement.all(db, "SELECT id FROM entities ORDER BY id") { $0.text(0) }
             }
-            return try Int.fetchOne(db, sql: "SELECT count FROM type_counts WHERE type = ?", arguments: [prefix]) ?? 0
+            return try RawStatement.all(
+                db, "SELECT id FROM entities WHERE id >= ? AND id < ? ORDER BY id", Self.range(prefix)
+            ) { $0.text(0) }
         }
     }
 
-    func countsByPrefix() throws -> [String: Int] {
+    func outdatedIDs(prefix: String, classVersion: Int) throws(SQLiteStoreError) -> [String] {
         try read { db in
-            var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT type, count FROM type_counts WHERE count > 0") {
-                counts[row[0]] = row[1]
-            }
-            return counts
+            try RawStatement.all(
+                db, "SELECT id FROM entities WHERE type = ? AND class_version < ? ORDER BY id", [prefix, classVersion]
+            ) { $0.text(0) }
         }
     }
 
-    func ids(index: String, value: String) throws -> [String] {
+    func count(prefix: String?) throws(SQLiteStoreError) -> Int {
         try read { db in
-            try String.fetchAll(
-                db, sql: "SELECT id FROM entity_index WHERE name = ? AND value = ? ORDER BY id",
-                arguments: [index, value])
+            guard let prefix else {
+                return try RawStatement.one(db, "SELECT coalesce(sum(count), 0) FROM type_counts") { $0.int(0) } ?? 0
+            }
+            return try RawStatement.one(db, "SELECT count FROM type_counts WHERE type = ?", [prefix]) { $0.int(0) } ?? 0
+        }
+    }
+
+    func countsByPrefix() throws(SQLiteStoreError) -> [String: Int] {
+        try read { db in
+            let rows = try RawStatement.all(db, "SELECT type, count FROM type_counts WHERE count > 0") {
+                ($0.text(0), $0.int(1))
+            }
+            return Dictionary(rows, uniquingKeysWith: { _, last in last })
+        }
+    }
+
+    func ids(index: String, value: String) throws(SQLiteStoreError) -> [String] {
+        try read { db in
+            try RawStatement.all(
+                db, "SELECT id FROM entity_index WHERE name = ? AND value = ? ORDER BY id", [index, value]
+            ) { $0.text(0) }
         }
     }
 
     static let collectionColumns = "seq, id, display, kind, total, length"
 
-    static func collection(_ db: Database, _ row: Row) throws -> EntityCollection {
-        let seq: Int64 = row[0]
-        let length: Int = row[5]
-        var items = [String?](repeating: nil, count: length)
-        let statement = try db.cachedStatement(sql: "SELECT position, item FROM collection_items WHERE seq = ?")
-        let cursor = try Row.fetchCursor(statement, arguments: [seq])
-        while let item = try cursor.next() {
-            let position: Int = item[0]
-            if position >= 0, position < length { items[position] = item[1] }
+    /// A collection row, before its items are read.
+    struct CollectionRow {
+        var seq: Int64
+        var id: String
+        var display: String
+        var kind: String
+        var total: Int?
+        var length: Int
+
+        init(_ row: RawStatement) {
+            seq = row.int64(0)
+            id = row.text(1)
+            display = row.text(2)
+            kind = row.text(3)
+            total = row.optionalInt(4)
+            length = row.int(5)
         }
-        let kind = EntityCollection.Kind(rawValue: row[3]) ?? .task
-        return EntityCollection(id: row[1], displayIdentifier: row[2], kind: kind, items: items, total: row[4])
     }
 
-    func collection(id: String) throws -> EntityCollection? {
+    /// The collection of a row, with its items.
+    static func collection(_ db: Database, _ row: CollectionRow) throws -> EntityCollection {
+        var items = [String?](repeating: nil, count: max(row.length, 0))
+        let positioned = try RawStatement.all(
+            db, "SELECT position, item FROM collection_items WHERE seq = ?", [row.seq]
+        ) { ($0.int(0), $0.text(1)) }
+        for (position, item) in positioned where position >= 0 && position < items.count { items[position] = item }
+        let kind = EntityCollection.Kind(rawValue: row.kind) ?? .task
+        return EntityCollection(id: row.id, displayIdentifier: row.display, kind: kind, items: items, total: row.total)
+    }
+
+    func collection(id: String) throws(SQLiteStoreError) -> EntityCollection? {
         try read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT \(Self.collectionColumns) FROM collections WHERE id = ?", arguments: [id]
+            try RawStatement.one(
+                db, "SELECT \(Self.collectionColumns) FROM collections WHERE id = ?", [id], CollectionRow.init
             ).map { try Self.collection(db, $0) }
         }
     }
 
-    func collection(displayIdentifier: String) throws -> EntityCollection? {
+    func collection(displayIdentifier: String) throws(SQLiteStoreError) -> EntityCollection? {
         try read { db in
             try Self.collection(db, displayIdentifier: displayIdentifier)
         }
     }
 
     static func collection(_ db: Database, displayIdentifier: String) throws -> EntityCollection? {
-        try Row.fetchOne(
-            db,
-            sql: "SELECT \(collectionColumns) FROM collections WHERE display = ? ORDER BY touched DESC LIMIT 1",
-            arguments: [displayIdentifier]
+        try RawStatement.one(
+            db, "SELECT \(collectionColumns) FROM collections WHERE display = ? ORDER BY touched DESC LIMIT 1",
+            [displayIdentifier], CollectionRow.init
         ).map { try collection(db, $0) }
     }
 
-    func collections(kind: EntityCollection.Kind?) throws -> [EntityCollection] {
+    func collections(kind: EntityCollection.Kind?) throws(SQLiteStoreError) -> [EntityCollection] {
         try read { db in
-            let rows: [Row]
+            let rows: [CollectionRow]
             if let kind {
-                rows = try Row.fetchAll(
-                    db, sql: "SELECT \(Self.collectionColumns) FROM collections WHERE kind = ? ORDER BY seq",
-                    arguments: [kind.rawValue])
+                rows = try RawStatement.all(
+                    db, "SELECT \(Self.collectionColumns) FROM collections WHERE kind = ? ORDER BY seq",
+                    [kind.rawValue], CollectionRow.init)
             } else {
-                rows = try Row.fetchAll(db, sql: "SELECT \(Self.collectionColumns) FROM collections ORDER BY seq")
+                rows = try RawStatement.all(
+                    db, "SELECT \(Self.collectionColumns) FROM collections ORDER BY seq", [], CollectionRow.init)
             }
             return try rows.map { try Self.collection(db, $0) }
         }

@@ -67,15 +67,15 @@ enum SQLiteSchema {
     static var version: Int { migrations.count }
 
     /// Checks, without writing, that the file at `path` is empty, new, or a Flatland store this
-    /// build can open.
-    static func inspect(path: String) throws(SQLiteStoreError) {
+    /// build can open; SQLite opens it by `openPath` (a URI, for an immutable open) when given.
+    static func inspect(path: String, openPath: String? = nil) throws(SQLiteStoreError) {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
         guard let size, size > 0 else { return }
         var configuration = Configuration()
         configuration.readonly = true
         configuration.label = "Flatland.inspect"
         try SQLiteStoreError.wrap(path: path) {
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            let queue = try DatabaseQueue(path: openPath ?? path, configuration: configuration)
             defer { try? queue.close() }
             try queue.read { db in try check(db, path: path) }
         }
@@ -99,6 +99,20 @@ enum SQLiteSchema {
                 .newerSchema, path: path,
                 message:
                     "schema version \(version) is newer than this Flatland's (\(Self.version)); the file was left as it is"
+            )
+        }
+    }
+
+    /// Throws unless `db` is a Flatland store of the current schema version: what a read-only
+    /// open needs, since it cannot migrate.
+    static func checkCurrent(_ db: Database, path: String) throws {
+        try check(db, path: path)
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        guard version == Self.version else {
+            throw SQLiteStoreError(
+                .readOnly, path: path,
+                message:
+                    "schema version \(version) is older than this Flatland's (\(Self.version)) and a read-only open cannot upgrade it; open it once read-write"
             )
         }
     }

@@ -1,31 +1,61 @@
 import GRDB
 
-/// Why a SQLite store could not be opened, read or written.
+/// Why a SQLite store could not be opened, read, written or verified.
+///
+/// Every SQLite failure, on open, on a read or on a write, reaches the caller as this error:
+/// ``code`` says what kind of failure it is, ``path`` which file, and for a failure SQLite
+/// reported, ``sqliteCode`` and ``sqliteMessage`` what SQLite said.
 ///
 /// ```swift
 /// do {
 ///     let persistence = try SQLitePersistence(location: location)
 /// } catch let error as SQLiteStoreError where error.code == .notFlatland {
 ///     // the file belongs to something else: it was left alone
+/// } catch let error as SQLiteStoreError where error.code == .corrupt {
+///     // damaged: `flatland dump --verify` (or `verify()`) lists the problems
 /// }
 /// ```
 public struct SQLiteStoreError: Error, Hashable, CustomStringConvertible {
     /// What kind of failure this is.
-    public enum Code: String, Hashable, Sendable {
-        /// The file is not a SQLite database at all. It was not changed.
-        case notADatabase
+    ///
+    /// An extensible set of codes (new ones may be added): compare with `==` or match in a
+    /// `where` clause, and keep a default branch.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+
+        /// The file is not a SQLite database at all (`SQLITE_NOTADB`). It was not changed.
+        public static let notADatabase = Code(name: "notADatabase")
         /// The file is a SQLite database, but not a Flatland store. It was not changed.
-        case notFlatland
-        /// The database is damaged. It was not changed.
-        case corrupt
+        public static let notFlatland = Code(name: "notFlatland")
+        /// The database is damaged (`SQLITE_CORRUPT`, or problems found by
+        /// ``SQLitePersistence/verify()``).
+        public static let corrupt = Code(name: "corrupt")
         /// The file was written by a newer Flatland, with a schema this one does not know.
-        case newerSchema
+        public static let newerSchema = Code(name: "newerSchema")
         /// This process already has the file open (each file is opened once per process).
-        case alreadyOpen
+        public static let alreadyOpen = Code(name: "alreadyOpen")
         /// The store was closed.
-        case closed
-        /// SQLite reported another error.
-        case sqlite
+        public static let closed = Code(name: "closed")
+        /// The operating system failed a read or a write (`SQLITE_IOERR`): a bad disk, a file
+        /// truncated or removed under the store.
+        public static let ioError = Code(name: "ioError")
+        /// A write to a store opened read-only, or to a file or directory that cannot be
+        /// written (`SQLITE_READONLY`).
+        public static let readOnly = Code(name: "readOnly")
+        /// The disk (or the file size limit) is full (`SQLITE_FULL`).
+        public static let full = Code(name: "full")
+        /// The file (or its directory, or its WAL companions) cannot be opened
+        /// (`SQLITE_CANTOPEN`, `SQLITE_PERM`).
+        public static let cannotOpen = Code(name: "cannotOpen")
+        /// Another connection holds the database longer than the busy timeout (`SQLITE_BUSY`,
+        /// `SQLITE_LOCKED`).
+        public static let busy = Code(name: "busy")
+        /// The file's directory or the file could not be created or removed.
+        public static let fileSystem = Code(name: "fileSystem")
+        /// SQLite reported another error: ``SQLiteStoreError/sqliteCode`` says which.
+        public static let sqlite = Code(name: "sqlite")
+
+        public var description: String { name }
     }
 
     /// What kind of failure this is.
@@ -34,12 +64,21 @@ public struct SQLiteStoreError: Error, Hashable, CustomStringConvertible {
     public var path: String
     /// What went wrong, in words.
     public var message: String
+    /// SQLite's extended result code (`SQLITE_CORRUPT`, `SQLITE_IOERR_SHORT_READ`…), when SQLite
+    /// reported the failure.
+    public var sqliteCode: Int32?
+    /// SQLite's own message, when SQLite reported the failure.
+    public var sqliteMessage: String?
 
     /// An error.
-    public init(_ code: Code, path: String, message: String) {
+    public init(
+        _ code: Code, path: String, message: String, sqliteCode: Int32? = nil, sqliteMessage: String? = nil
+    ) {
         self.code = code
         self.path = path
         self.message = message
+        self.sqliteCode = sqliteCode
+        self.sqliteMessage = sqliteMessage
     }
 
     public var description: String { "\(path): \(message)" }
@@ -56,14 +95,23 @@ public struct SQLiteStoreError: Error, Hashable, CustomStringConvertible {
             self.init(.sqlite, path: path, message: "\(error)")
             return
         }
+        let said = error.message ?? "\(error.resultCode)"
+        let code: Code
+        let message: String
         switch error.resultCode {
         case .SQLITE_NOTADB:
-            self.init(
-                .notADatabase, path: path, message: "not a SQLite database (or encrypted); the file was left as it is")
+            (code, message) = (.notADatabase, "not a SQLite database (or encrypted); the file was left as it is")
         case .SQLITE_CORRUPT:
-            self.init(.corrupt, path: path, message: "the database is corrupt; the file was left as it is")
-        default:
-            self.init(.sqlite, path: path, message: error.message ?? "\(error)")
+            (code, message) = (.corrupt, "the database is corrupt (\(said)); the file was left as it is")
+        case .SQLITE_IOERR: (code, message) = (.ioError, "an I/O error: \(said)")
+        case .SQLITE_READONLY: (code, message) = (.readOnly, "the store cannot be written: \(said)")
+        case .SQLITE_FULL: (code, message) = (.full, "the disk is full: \(said)")
+        case .SQLITE_CANTOPEN, .SQLITE_PERM: (code, message) = (.cannotOpen, "cannot open the file: \(said)")
+        case .SQLITE_BUSY, .SQLITE_LOCKED: (code, message) = (.busy, "the database is busy: \(said)")
+        default: (code, message) = (.sqlite, said)
         }
+        self.init(
+            code, path: path, message: message, sqliteCode: error.extendedResultCode.rawValue,
+            sqliteMessage: error.message)
     }
 }

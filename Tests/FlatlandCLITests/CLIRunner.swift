@@ -16,9 +16,11 @@ enum CLI {
         return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     }
 
-    static func run(_ arguments: [String], stdin: Data? = nil, directory: URL? = nil) throws -> CLIRun {
+    static func run(_ arguments: [String], stdin: Data? = nil, executable: URL? = nil, directory: URL? = nil) throws
+        -> CLIRun
+    {
         let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("flatland")
+        process.executableURL = executable ?? productsDirectory.appendingPathComponent("flatland")
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
         let out = Pipe()

@@ -27,15 +27,7 @@ struct PersistenceTests {
     @Test func aReopenedFileReadsBackWhatAnInMemoryStoreHolds() throws {
         let path = Scratch.path()
         defer { Scratch.remove(path) }
-        let memory = Store(registry: try registry())
-        try Self.fill(memory)
-        do {
-            let persistence = try SQLitePersistence(path: path)
-            let store = Store(registry: try registry(), persistence: persistence)
-            try Self.fill(store)
-            #expect(fingerprint(store) == fingerprint(memory))
-            persistence.close()
-        }
+        let memory = try fillMemoryAndFile(path, Self.fill)
         let reopened = Store(registry: try registry(), persistence: try SQLitePersistence(path: path))
         #expect(reopened.isLazy)
         #expect(fingerprint(reopened) == fingerprint(memory))

@@ -85,6 +85,19 @@ func fingerprint(_ reader: some StoreReader) -> [String] {
     return lines
 }
 
+/// Fills an in-memory store and a new store file at `path` with `fill`, expects both to hold
+/// the same, and closes the file; returns the in-memory store, to compare a reopened file with.
+func fillMemoryAndFile(_ path: String, _ fill: (Store) throws -> Void) throws -> Store {
+    let memory = Store(registry: try registry())
+    try fill(memory)
+    let persistence = try SQLitePersistence(path: path)
+    let store = Store(registry: try registry(), persistence: persistence)
+    try fill(store)
+    #expect(fingerprint(store) == fingerprint(memory))
+    persistence.close()
+    return memory
+}
+
 /// The directory of the built products (the `flatland` executable is there).
 var productsDirectory: URL {
     let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") }

@@ -203,7 +203,9 @@ public final class Backend: Sendable {
                 if Task.isCancelled { throw HTTPError(.cancelled, "the task was cancelled") }
                 task.status.withLock { $0.statusCode = response.status }
                 if response.isSuccess {
-                    return finish(response, task: task)
+                    // A store on disk commits with blocking SQLite work: not on the cooperative pool.
+                    guard store.persistence != nil else { return finish(response, task: task) }
+                    return await runBlocking { [self] in finish(response, task: task) }
                 }
                 retryAfter = response.headers["Retry-After"]
                 failure = HTTPError(
