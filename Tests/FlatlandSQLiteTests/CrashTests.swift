@@ -17,9 +17,15 @@ struct CrashTests {
     /// Starts `flatland persist-stream`, kills it with SIGKILL after `after` batches were
     /// reported committed, and returns the last batch it reported.
     static func killMidStream(path: String, after: Int) throws -> Int {
+        try killChild(["persist-stream", "--store", path, "--items", "\(items)"]) { $0 == "committed \(after)" }
+    }
+
+    /// Runs `flatland` with `arguments`, kills it with SIGKILL once it printed a line `until`
+    /// accepts (or ended), and returns the last batch it reported (`committed <k>` lines).
+    static func killChild(_ arguments: [String], until: (String) -> Bool) throws -> Int {
         let process = Process()
         process.executableURL = productsDirectory.appendingPathComponent("flatland")
-        process.arguments = ["persist-stream", "--store", path, "--items", "\(items)"]
+        process.arguments = arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -27,7 +33,7 @@ struct CrashTests {
         var reported = -1
         var buffer = Data()
         let reader = out.fileHandleForReading
-        while reported < after {
+        reading: while true {
             let chunk = reader.availableData
             if chunk.isEmpty { break }  // the child ended
             buffer.append(chunk)
@@ -35,6 +41,7 @@ struct CrashTests {
                 let line = String(decoding: buffer[..<newline], as: UTF8.self)
                 buffer.removeSubrange(...newline)
                 if line.hasPrefix("committed "), let k = Int(line.dropFirst(10)) { reported = k }
+                if until(line) { break reading }
             }
         }
         kill(process.processIdentifier, SIGKILL)

@@ -7,12 +7,6 @@ import Foundation
 import GRDB
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A value work closures hand back to the test.
 final class Shared<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
@@ -128,12 +122,13 @@ struct TransactionWorkTests {
     struct OtherWork: StoreTransactionWork {}
 
     /// While a commit's work runs, readers of the store are not held up: they read the store as
-    /// it was, and see the commit once it is done.
+    /// it was, and see the commit once it is done (a record they loaded meanwhile and the commit
+    /// removed is not left in the cache).
     @Test func readersAreNotBlockedWhileACommitRuns() throws {
         let path = Scratch.path()
         defer { Scratch.remove(path) }
         let store = try Self.store(path)
-        try store.ingest(bytes(#"{"uuid":"u-1","firstname":"Ann"}"#), endpoint: "/me")
+        try store.ingest(bytes(#"[{"uuid":"u-1","firstname":"Ann"},{"uuid":"u-9"}]"#), endpoint: "/me")
         let inside = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let read = DispatchSemaphore(value: 0)
@@ -142,6 +137,7 @@ struct TransactionWorkTests {
         DispatchQueue.global().async {
             var change = StoreChange()
             change.upsert(id: "u-2", fields: ["firstname": "Bo"])
+            change.remove("u-9")
             _ = try? store.commit(
                 change,
                 alongside: SQLiteTransactionWork { _ in
@@ -153,15 +149,19 @@ struct TransactionWorkTests {
         #expect(inside.wait(timeout: .now() + 30) == .success)
         DispatchQueue.global().async {
             // A reader on another thread, while the work is waiting.
-            seen.current = store.allIDs() + [store.record(id: "u-1")?.fields["firstname"]?.stringValue ?? "?"]
+            seen.current =
+                store.allIDs() + [store.record(id: "u-1")?.fields["firstname"]?.stringValue ?? "?"]
+                + (store.record(id: "u-9") != nil ? ["u-9 read"] : [])
             read.signal()
         }
         let unblocked = read.wait(timeout: .now() + 30)
         release.signal()
         #expect(unblocked == .success, "a reader waited for a commit's work")
-        #expect(seen.current == ["u-1", "Ann"])
+        #expect(seen.current == ["u-1", "u-9", "Ann", "u-9 read"])
         #expect(committed.wait(timeout: .now() + 30) == .success)
         #expect(store.allIDs() == ["u-1", "u-2"])
+        #expect(!store.contains("u-9"))
+        #expect(store.record(id: "u-9") == nil)
     }
 
     /// A store file that cannot be written: the ingest fails with the persistence code and the
@@ -189,31 +189,7 @@ struct TransactionWorkTests {
     /// Runs `flatland persist-alongside` and kills it with SIGKILL once it printed a line
     /// `until` accepts; returns the last batch it reported committed.
     static func killAlongside(path: String, arguments: [String], until: (String) -> Bool) throws -> Int {
-        let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("flatland")
-        process.arguments = ["persist-alongside", "--store", path, "--items", "50"] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var reported = -1
-        var buffer = Data()
-        let reader = out.fileHandleForReading
-        reading: while true {
-            let chunk = reader.availableData
-            if chunk.isEmpty { break }  // the child ended
-            buffer.append(chunk)
-            while let newline = buffer.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffer[..<newline], as: UTF8.self)
-                buffer.removeSubrange(...newline)
-                if line.hasPrefix("committed "), let k = Int(line.dropFirst(10)) { reported = k }
-                if until(line) { break reading }
-            }
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
-        return reported
+        try CrashTests.killChild(["persist-alongside", "--store", path, "--items", "50"] + arguments, until: until)
     }
 
     /// After a kill, every batch left its entities and its rows, or neither.

@@ -217,14 +217,22 @@ extension Store {
     /// Puts a change the persistence has written in place (under the read lock).
     private func publish(_ staged: StagedCommit) {
         if let backing = contents.backing {
+            // (Readers may have loaded any of these from the persistence while it was writing,
+            // as they were before the commit: each is put or dropped again here.)
             let written = staged.written
             if let capacity = backing.cache?.capacity, written.count > capacity {
                 // A batch bigger than a lazy store's cache: only its last records are kept.
-                for entry in written.dropFirst(written.count - capacity) { backing.cache?.put(entry.box) }
+                let skipped = written.count - capacity
+                for entry in written.prefix(skipped) { backing.cache?.remove(entry.box.id) }
+                for entry in written.dropFirst(skipped) { backing.cache?.put(entry.box) }
             } else {
                 for entry in written { backing.cache?.put(entry.box) }
             }
-            if staged.removesEverything { backing.cache?.removeAll() }
+            if staged.removesEverything {
+                backing.cache?.removeAll()
+            } else {
+                for id in staged.changes.removed { backing.cache?.remove(id) }
+            }
             if let kept = staged.taskCollectionIDs {
                 backing.taskCollectionIDs = kept
             } else if !staged.removedCollections.isEmpty {

@@ -155,7 +155,8 @@ public final class Store: StoreReader, @unchecked Sendable {
         return try commit(&write, alongside: work).changes
     }
 
-    /// Inserts or replaces an entity; every declared field counts as present.
+    /// Inserts or replaces an entity; every declared field counts as present. (Not a response:
+    /// it makes no task collection.)
     @discardableResult
     public func upsert<E: Entity>(_ entity: E) throws -> ChangeSet {
         var write = StoreWrite()

@@ -20,14 +20,21 @@ public struct IncomingEntity {
     public var untypedFields: JSONObject? { (draft as? UntypedBox)?.fields }
 }
 
-/// Code the store runs around every write.
+/// Code the store runs around writes of new data: ingests, upserts and
+/// ``Store/commit(_:alongside:)``. Removals and the maintenance writes (restore,
+/// upgradeRecords) run none. See <doc:WritingToTheStore>.
+///
+/// A hook must not write to the store it belongs to (such a write throws
+/// ``StoreWriteError/Code-swift.struct/writeInsideCommit``).
 public struct StoreHooks: Sendable {
-    /// Whether to store an incoming entity at all (called as its object ends). An entity turned
-    /// away is not stored and appears in no collection.
+    /// Whether to store an incoming entity at all (called by the ingestor as its object ends).
+    /// An entity turned away is not stored and appears in no collection.
     public var condition: (@Sendable (IncomingEntity) -> Bool)?
-    /// Called for each entity of a batch just before the batch is applied.
+    /// Called for each entity of a write just before it is committed (before the commit takes
+    /// the store's writer lock).
     public var beforeStore: (@Sendable (IncomingEntity) -> Void)?
-    /// Called for each record a batch inserted or changed, after the batch is applied.
+    /// Called for each record a write inserted or changed, once the commit is in place and
+    /// before observers hear of it; commits run their hooks one after the other, in commit order.
     public var afterStore: (@Sendable (EntityRecord) -> Void)?
 
     /// Hooks; all optional.

@@ -1,6 +1,6 @@
 /// Why a write to the store failed: what, and what lay beneath.
 ///
-/// Every write (an ingest's commit, ``Store/commit(_:alongside:)``, ``Store/remove(_:)-(String)``,
+/// Every write (an ingest's commit, ``Store/commit(_:alongside:)``, `upsert`, `remove`,
 /// ``Store/removeAll()``, ``Store/removeCollection(id:)``) either applies whole or throws this,
 /// and then the store, its persistence and its observers are as they were.
 ///
