@@ -192,29 +192,6 @@ public final class Store: StoreReader, @unchecked Sendable {
 
     // MARK: Ingesting
 
-    /// Reads a whole response and applies it as one batch.
-    ///
-    /// - Parameters:
-    ///   - bytes: the response body.
-    ///   - endpoint: the request's path and query, for the endpoint's collection.
-    ///   - taskID: the display identifier of the task's collection (a new id when nil).
-    /// - Throws: ``IngestError``; the store is then exactly as it was.
-    @discardableResult
-    public func ingest<Bytes: Sequence<UInt8>>(
-        _ bytes: Bytes, endpoint: String? = nil, taskID: String? = nil, options: IngestOptions = IngestOptions()
-    ) throws(IngestError) -> IngestResult {
-        let ingestor = Ingestor(store: self, endpoint: endpoint, taskID: taskID, options: options)
-        try ingestor.feed(bytes)
-        return try ingestor.finish()
-    }
-
-    /// An ingestor for one response that arrives in chunks.
-    public func makeIngestor(endpoint: String? = nil, taskID: String? = nil, options: IngestOptions = IngestOptions())
-        -> Ingestor
-    {
-        Ingestor(store: self, endpoint: endpoint, taskID: taskID, options: options)
-    }
-
     /// Whether this is an in-memory store with no records (yet).
     var isEmptyInMemory: Bool {
         persistence == nil && lock.withLock { contents.backing == nil && contents.records.isEmpty }
@@ -309,28 +286,10 @@ public final class Store: StoreReader, @unchecked Sendable {
             bytes: 0)
     }
 
-    /// The endpoint's collection with this response's items: a slice at its absolute positions,
-    /// anything else replacing the whole list.
+    /// The endpoint's collection with this response's items, by the rules of "Collections over
+    /// time" (`PendingBatch.endpointCollection(_:existing:)`).
     private func updatedEndpointCollection(_ endpoint: String, batch: PendingBatch) -> EntityCollection {
-        var collection =
-            contents.collection(displayIdentifier: endpoint)
-            ?? EntityCollection(
-                id: newID(prefix: "c"), displayIdentifier: endpoint, kind: .endpoint, items: [], total: nil)
-        guard let slice = batch.slice else {
-            collection.items = batch.taskItems
-            collection.total = batch.taskItems.count
-            return collection
-        }
-        for item in slice.items {
-            let position = slice.offset + item.index
-            guard position >= 0 else { continue }
-            if collection.items.count <= position {
-                collection.items.append(contentsOf: repeatElement(nil, count: position + 1 - collection.items.count))
-            }
-            collection.items[position] = item.id
-        }
-        if let total = slice.total { collection.total = total }
-        return collection
+        batch.endpointCollection(endpoint, existing: contents.collection(displayIdentifier: endpoint))
     }
 
     // MARK: Observation

@@ -1,0 +1,64 @@
+extension Store {
+    /// Reads a whole response and applies it as one batch: ``makeIngestor(endpoint:taskID:options:)``,
+    /// ``Ingestor/feed(_:)-(Bytes)``, ``Ingestor/finish()`` and ``commit(_:)`` in one call.
+    ///
+    /// - Parameters:
+    ///   - bytes: the response body.
+    ///   - endpoint: the request's path and query, for the endpoint's collection.
+    ///   - taskID: the display identifier of the task's collection (a new id when nil).
+    ///   - options: how to read it, its envelope among them.
+    /// - Throws: ``IngestError``; the store is then exactly as it was.
+    @discardableResult
+    public func ingest<Bytes: Sequence<UInt8>>(
+        _ bytes: Bytes, endpoint: String? = nil, taskID: String? = nil, options: IngestOptions = IngestOptions()
+    ) throws(IngestError) -> IngestResult {
+        let ingestor = makeIngestor(endpoint: endpoint, taskID: taskID, options: options)
+        try ingestor.feed(bytes)
+        return try commit(ingestor.finish())
+    }
+
+    /// An ingestor for one response that arrives in chunks. It reads the store's registry and
+    /// hooks and, at the end, what data versions the store holds; it writes nothing: its
+    /// ``Ingestor/finish()`` hands back the batch for ``commit(_:)``.
+    public func makeIngestor(endpoint: String? = nil, taskID: String? = nil, options: IngestOptions = IngestOptions())
+        -> Ingestor
+    {
+        Ingestor(context: ingestContext, endpoint: endpoint, taskID: taskID, options: options)
+    }
+
+    /// What an ingestor may know of this store.
+    var ingestContext: IngestContext {
+        IngestContext(
+            registry: registry, condition: hooks.condition,
+            currentVersion: { id in self.currentVersion(of: id) }, isEmptyInMemory: isEmptyInMemory)
+    }
+
+    /// Applies a batch an ingestor finished: every record and collection, or (if persistence
+    /// fails) none.
+    ///
+    /// - Throws: ``IngestError``: ``IngestError/Code-swift.struct/misuse`` for a batch already
+    ///   committed or made for a store of another registry; the store is then unchanged.
+    @discardableResult
+    public func commit(_ batch: IngestBatch) throws(IngestError) -> IngestResult {
+        guard !batch.committed else {
+            throw IngestError(code: .misuse, message: "the batch has already been committed")
+        }
+        guard batch.registry.hasSameTypes(as: registry) else {
+            throw IngestError(code: .misuse, message: "the batch was read for a store of another registry")
+        }
+        batch.committed = true
+        do {
+            // The batch is handed over: an empty store may take its drafts as its records.
+            defer { batch.pending = PendingBatch() }
+            var result = try apply(&batch.pending, taskID: batch.taskID, endpoint: batch.endpoint)
+            result.skipped = batch.skipped
+            result.bytes = batch.bytes
+            result.page = batch.page
+            return result
+        } catch let error as IngestError {
+            throw error
+        } catch {
+            throw IngestError(code: .json, message: "the store could not be written: \(error)")
+        }
+    }
+}
