@@ -97,6 +97,16 @@ struct EnvelopeTests {
         #expect(result.page == IngestResult.Page(offset: 2, count: 2, total: 9, nextLink: link))
         #expect(store.collection(endpoint: "/repos/o/r/issues")?.items == [nil, nil, "x-3", "x-4"])
         #expect(store.collection(endpoint: "/repos/o/r/issues")?.total == 9)
+
+        // The HTTP way: the ingestor is made before the headers arrive, which then give the link.
+        let ingestor = store.makeIngestor(
+            endpoint: "/repos/o/r/issues?per_page=2&page=3", options: IngestOptions(envelope: .bareArray))
+        ingestor.pageContext.nextLink = "https://api.example/repos/o/r/issues?page=4&per_page=2"
+        try ingestor.feed(bytes("[\(Self.items(5...6))]"))
+        ingestor.pageContext.nextLink = "ignored: the body has begun"
+        let third = try store.commit(ingestor.finish())
+        #expect(third.page?.nextLink == "https://api.example/repos/o/r/issues?page=4&per_page=2")
+        #expect(store.collection(endpoint: "/repos/o/r/issues")?.items == [nil, nil] + Self.ids(3...6))
     }
 
     /// `?page=&per_page=` accumulate at `(page - firstPage) * perPage + index`, with the default
@@ -197,6 +207,27 @@ struct EnvelopeTests {
         #expect(!store.contains("x-9"))
         #expect(store.collection(endpoint: "/m") == collections.first { $0.displayIdentifier == "/m" })
         #expect(store.allIDs() == (ids + ["x-8"]).sorted())
+    }
+
+    /// A malformed paging member is reported at the same place however the body is chunked.
+    @Test(arguments: [
+        #"{"data":[{"uuid":"x-1"}],"offset":-12}"#, #"{"offset":1.5,"data":[]}"#,
+        #"{"results":[],"count":"7"}"#, #"{"items":[],"nextLink":[1]}"#,
+    ])
+    func pagingErrorsDoNotDependOnChunking(text: String) throws {
+        let envelope: Envelope =
+            text.contains("results") ? .results : text.contains("items") ? .datasync : .default
+        var verdicts: [String] = []
+        for chunk in [Int.max, 1, 3] {
+            let store = Store()
+            let error = #expect(throws: IngestError.self) {
+                try Self.ingest(store, text, endpoint: "/c", options: IngestOptions(envelope: envelope), chunk: chunk)
+            }
+            #expect(error?.code == .paging)
+            verdicts.append(error.map { "\($0)" } ?? "")
+            #expect(store.count == 0)
+        }
+        #expect(Set(verdicts).count == 1, "\(verdicts)")
     }
 
     /// Paging query parameters are checked too, and a failure stores nothing.

@@ -76,8 +76,8 @@ extension Ingestor {
         }
         offerSlice(
             PendingBatch.Slice(
-                offset: offset, total: members?.total ?? options.page.total, items: items, count: count,
-                nextLink: members?.nextLink ?? options.page.nextLink))
+                offset: offset, total: members?.total ?? pageContext.total, items: items, count: count,
+                nextLink: members?.nextLink ?? pageContext.nextLink))
     }
 }
 

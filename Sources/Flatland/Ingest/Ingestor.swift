@@ -88,9 +88,11 @@ public final class Ingestor {
     /// are ruled out by their length alone.
     let pagingKeyLengths: UInt64
     /// Where the page starts according to the request or the caller (see ``Envelope``).
-    let requestStart: Int?
+    private(set) var requestStart: Int?
+    /// Where the request's query says the page starts, if it says.
+    let queryStart: Int?
     /// Whether a root object with the items member is a page without a paging member.
-    let rootIsPage: Bool
+    private(set) var rootIsPage: Bool
     /// Whether a later object for an id already in the batch may be decoded straight into its
     /// draft: the same result as folding a draft of its own into it, when no data version is
     /// compared, no condition judges each object and a bad entity fails the whole response.
@@ -145,8 +147,10 @@ public final class Ingestor {
         } catch {
             failure = error
         }
+        queryStart = start
         requestStart = start ?? options.page.start
         rootIsPage = !envelope.requiresPagingMember || requestStart != nil
+        pageContext = options.page
         parser = JSONStreamParser(handler: IngestorEvents(self), options: options.parser)
         batch.tallies = context.isEmptyInMemory
         batch.selectsFields = rawEndpoint.map { Endpoint.selectsFields($0) } ?? false
@@ -154,6 +158,20 @@ public final class Ingestor {
 
     deinit {
         scalarToken.deallocate()
+    }
+
+    /// What the caller knows of this response's page from outside its body; from
+    /// ``IngestOptions/page`` at first. Set it from the response's headers (a `Link` header's next
+    /// link, `X-Total-Count`) before the first byte of the body is fed; later changes are ignored.
+    public var pageContext: IngestOptions.PageContext {
+        didSet {
+            guard parser.bytesConsumed == 0 else {
+                pageContext = oldValue
+                return
+            }
+            requestStart = queryStart ?? pageContext.start
+            rootIsPage = !options.envelope.requiresPagingMember || requestStart != nil
+        }
     }
 
     /// Bytes read so far.

@@ -1,6 +1,6 @@
 extension Store {
     /// Reads a whole response and applies it as one batch: ``makeIngestor(endpoint:taskID:options:)``,
-    /// ``Ingestor/feed(_:)-(Bytes)``, ``Ingestor/finish()`` and ``commit(_:)`` in one call.
+    /// feeding it the bytes, ``Ingestor/finish()`` and ``commit(_:)`` in one call.
     ///
     /// - Parameters:
     ///   - bytes: the response body.
