@@ -64,7 +64,8 @@ extension Ingestor {
         /// Objects: the current member's key is still only bytes, in the ingestor's `pendingKey`
         /// (only the innermost frame's can be: a child's frame makes it text first).
         var keyPending = false
-        /// Arrays: the current element's index.
+        /// Arrays: the current element's index. Objects: the number of elements of the page's
+        /// items array, once it has ended.
         var index = 0
         /// Where this frame's own tokens start on the tape.
         var mark = EventTape.Mark(tokens: 0, bytes: 0)
