@@ -40,11 +40,14 @@ extension Ingestor {
         var total: Int?
         var nextLink: String?
         /// A paging member with a value that is not a non-negative integer (or not a string, for
-        /// the next link): the error, thrown if the object turns out to be a page.
-        var malformed: IngestError?
+        /// the next link): the error, thrown if the object turns out to be a page. (Boxed: the
+        /// frames stay small, and an error is rare.)
+        var malformed: MalformedPaging?
+    }
 
-        /// Whether any paging member was seen.
-        var any: Bool { offset != nil || count != nil || total != nil || nextLink != nil || malformed != nil }
+    final class MalformedPaging {
+        let error: IngestError
+        init(_ error: IngestError) { self.error = error }
     }
 
     struct Frame: ReusableFrame {

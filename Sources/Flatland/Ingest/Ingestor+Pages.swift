@@ -60,12 +60,12 @@ extension Ingestor {
             code: .paging, message: "the paging member \"\(key)\" is \(what)", path: path(through: t))
         // Known to be a page: the error is located at the value.
         if frames[t].sliceItems != nil || (t == 0 && rootIsPage) { throw error }
-        if members.malformed == nil { members.malformed = error }
+        if members.malformed == nil { members.malformed = MalformedPaging(error) }
     }
 
     /// A page's items array and its object ended: the page goes to the batch.
     func pageEnded(items: [(index: Int, id: String?)], count: Int, members: PageMembers?) throws {
-        if let error = members?.malformed { throw error }
+        if let malformed = members?.malformed { throw malformed.error }
         let offset = members?.offset ?? requestStart ?? 0
         if offset > options.maxCollectionLength - count {
             throw IngestError(
