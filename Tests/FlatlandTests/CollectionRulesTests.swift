@@ -52,6 +52,19 @@ struct CollectionRulesTests {
         #expect(store.collection(endpoint: "/s")?.items == [])
     }
 
+    /// A malformed paging member of an object that turns out to be an entity is a field like any
+    /// other, whatever the envelope and wherever its id comes.
+    @Test(arguments: [Envelope.default, .results, .datasync])
+    func pagingMembersOfAnEntityAreNotPaging(envelope: Envelope) throws {
+        let store = Store()
+        let options = IngestOptions(envelope: envelope)
+        try store.ingest(
+            bytes(#"{"count":"many","data":[],"results":[],"items":[],"offset":-1,"uuid":"x-1"}"#), endpoint: "/e",
+            options: options)
+        #expect(store.record(id: "x-1")?.fields["count"] == "many")
+        #expect(store.collection(endpoint: "/e")?.items == ["x-1"])
+    }
+
     /// `collection(endpoint:)` finds the endpoint's collection from any request of it.
     @Test(arguments: StoreBackend.allCases) func collectionByEndpoint(backend: StoreBackend) throws {
         let store = try backend.store()

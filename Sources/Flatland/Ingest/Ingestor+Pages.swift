@@ -58,8 +58,9 @@ extension Ingestor {
         let key = currentKey(t) ?? ""
         let error = IngestError(
             code: .paging, message: "the paging member \"\(key)\" is \(what)", path: path(through: t))
-        // Known to be a page: the error is located at the value.
-        if frames[t].sliceItems != nil || (t == 0 && rootIsPage) { throw error }
+        // Known to be a page (a container, not an object that may still turn out an entity, with
+        // its items or at the root of a declared envelope): the error is located at the value.
+        if !frames[t].undecided, frames[t].sliceItems != nil || (t == 0 && rootIsPage) { throw error }
         if members.malformed == nil { members.malformed = MalformedPaging(error) }
     }
 
