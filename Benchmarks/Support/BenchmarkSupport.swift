@@ -31,7 +31,7 @@ public func feed(_ bytes: [UInt8], to parser: JSONStreamParser, chunkSize: Int =
 public func ingest(_ bytes: [UInt8], into store: Store, chunkSize: Int = 64 * 1024) throws -> IngestResult {
     let ingestor = store.makeIngestor(endpoint: "/users?offset=0")
     try forEachChunk(of: bytes, size: chunkSize) { try ingestor.feed($0) }
-    return try ingestor.finish()
+    return try store.commit(ingestor.finish())
 }
 
 /// Allocation counts barely move between runs: more than 10% over the committed Thresholds/ is

@@ -1,8 +1,9 @@
 // libFuzzer harness for the ingestor and the store. Built by scripts/fuzz.sh against the
 // FlatlandJSON and Flatland modules, compiled with the same instrumentation.
 //
-// Input layout: byte 0 selects the ingest options, bytes 1 and 2 the chunking, the rest is the
-// response body. Each body is ingested whole and in chunks, into an empty store and into one
+// Input layout: byte 0 selects the ingest options, bytes 1 and 2 the chunking (the top three
+// bits of byte 1 also pick the envelope and the request's endpoint, see fuzzEnvelope), the rest
+// is the response body. Each body is ingested whole and in chunks, into an empty store and into one
 // that already holds records. The harness traps when chunking changes the verdict, the error or
 // the store; when a failed ingest leaves any trace in the store; or when applying a response a
 // second time changes anything. With option bit 7, ids come from a RuleResolver, and the body is
@@ -82,6 +83,40 @@ func fuzzIngestOptions(_ selector: UInt8) -> IngestOptions {
     return options
 }
 
+/// An envelope and the request's endpoint, picked by the top three bits of `selector`: every
+/// declared shape, page-number paging, and a caller's page context (a `Link` header's next link,
+/// a start after a previous page). Malformed paging members in the body (and the mutations that
+/// make them) must fail the ingest with the store unchanged.
+func fuzzEnvelope(_ selector: UInt8, into options: inout IngestOptions) -> String {
+    switch selector >> 5 {
+    case 1:
+        options.envelope = .results
+        return "/fuzz?$skip=2&$top=3"
+    case 2:
+        options.envelope = .datasync
+        return "/fuzz"
+    case 3:
+        options.envelope = .odata
+        options.page = IngestOptions.PageContext(start: 3)
+        return "/fuzz"
+    case 4:
+        options.envelope = .bareArray
+        options.page = IngestOptions.PageContext(total: 4, nextLink: "/fuzz?offset=9")
+        return "/fuzz?offset=6&count=3"
+    case 5:
+        options.envelope = .cursor(items: "data", next: "next")
+        return "/fuzz?fields=name"
+    case 6:
+        options.envelope = Envelope(items: "items", total: "total", firstPage: 0)
+        return "/fuzz?page=1&per_page=3"
+    case 7:
+        options.page = IngestOptions.PageContext(start: 2, total: 1)
+        return "/fuzz?fields=name"
+    default:
+        return "/fuzz?offset=0&count=5"
+    }
+}
+
 /// Everything a store holds, in a canonical form: records (JSON and data version) by id, and
 /// collections (whose ids are random) by their display identifier.
 func fuzzDump(_ store: Store) -> [String] {
@@ -136,12 +171,19 @@ struct FuzzIngestOutcome {
 }
 
 func fuzzIngest(
-    _ text: UnsafeRawBufferPointer, into store: Store, options: IngestOptions, chunks: [Int]?
+    _ text: UnsafeRawBufferPointer, into store: Store, options: IngestOptions, endpoint: String, chunks: [Int]?
 ) -> FuzzIngestOutcome {
-    let ingestor = store.makeIngestor(endpoint: "/fuzz?offset=0&count=5", taskID: "t-fuzz", options: options)
+    let ingestor = store.makeIngestor(endpoint: endpoint, taskID: "t-fuzz", options: options)
     do throws(IngestError) {
         try fuzzFeed(text, chunks: chunks) { (bytes) throws(IngestError) in try ingestor.feed(bytes) }
-        let result = try ingestor.finish()
+        let result = try store.commit(ingestor.finish())
+        if let page = result.page, let collection = result.endpointCollection {
+            // A page's items sit at their positions, and nothing lies at or past its total.
+            if let total = page.total, collection.items.count > total {
+                fatalError("the collection has \(collection.items.count) positions past the total \(total)")
+            }
+            if page.nextOffset > options.maxCollectionLength { fatalError("a page past the collection's limit") }
+        }
         return FuzzIngestOutcome(error: nil, changes: result.changes, dump: fuzzDump(store))
     } catch {
         // Sticky: the ingestor refuses anything after an error.
@@ -156,7 +198,8 @@ func fuzzIngest(
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size >= 3 else { return 0 }
-    let options = fuzzIngestOptions(data[0])
+    var options = fuzzIngestOptions(data[0])
+    let endpoint = fuzzEnvelope(data[1], into: &options)
     let text = UnsafeRawBufferPointer(start: data + 3, count: size - 3)
     let chunks = fuzzChunkSizes(total: text.count, seed: data[1], maxSize: data[2])
     let populatedBefore = fuzzDump(fuzzPopulatedStore())
@@ -168,8 +211,10 @@ public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
         // decodes), so the small budget is left out of this comparison.
         var general = options
         general.allowsRuleFastPath = false
-        let fast = fuzzIngest(text, into: Store(registry: fuzzRegistry), options: options, chunks: nil)
-        let slow = fuzzIngest(text, into: Store(registry: fuzzRegistry), options: general, chunks: chunks)
+        let fast = fuzzIngest(
+            text, into: Store(registry: fuzzRegistry), options: options, endpoint: endpoint, chunks: nil)
+        let slow = fuzzIngest(
+            text, into: Store(registry: fuzzRegistry), options: general, endpoint: endpoint, chunks: chunks)
         if (fast.error == nil) != (slow.error == nil) {
             fatalError(
                 "the rule resolver's two ways disagree: \(String(describing: fast.error)) vs \(String(describing: slow.error))"
@@ -183,8 +228,8 @@ public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     for populated in [false, true] {
         func fresh() -> Store { populated ? fuzzPopulatedStore() : Store(registry: fuzzRegistry) }
         let store = fresh()
-        let whole = fuzzIngest(text, into: store, options: options, chunks: nil)
-        let chunked = fuzzIngest(text, into: fresh(), options: options, chunks: chunks)
+        let whole = fuzzIngest(text, into: store, options: options, endpoint: endpoint, chunks: nil)
+        let chunked = fuzzIngest(text, into: fresh(), options: options, endpoint: endpoint, chunks: chunks)
         if whole.error != chunked.error {
             fatalError(
                 "chunking \(chunks) changed the verdict: \(String(describing: whole.error)) vs \(String(describing: chunked.error))"
@@ -203,7 +248,7 @@ public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
         // object without a version is always applied, while one with a version is skipped once
         // the store has that version, so a response that mixes both for one entity may apply
         // its unversioned object the second time and not the first.)
-        let again = fuzzIngest(text, into: store, options: options, chunks: nil)
+        let again = fuzzIngest(text, into: store, options: options, endpoint: endpoint, chunks: nil)
         if let error = again.error { fatalError("the second ingest failed: \(error)") }
         guard options.versionKey == nil else { continue }
         let unversioned = { (id: String) in !id.hasPrefix("d-") }

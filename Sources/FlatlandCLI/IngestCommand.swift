@@ -63,7 +63,7 @@ struct IngestCommand: ParsableCommand {
             do {
                 let input = try InputFile(path: file)
                 try input.forEachChunk(size: chunkSize) { chunk in try ingestor.feed(chunk) }
-                bytes += try ingestor.finish().bytes
+                bytes += try store.commit(ingestor.finish()).bytes
             } catch let error as IngestError {
                 let where_ = error.location.map { "\($0.line):\($0.column): " } ?? ""
                 failure = .invalid("\(file):\(where_)\(error.path.map { "\($0): " } ?? "")\(error.message)")

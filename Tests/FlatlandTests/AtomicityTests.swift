@@ -61,7 +61,7 @@ struct AtomicityTests {
             try document[start..<end].withUnsafeBytes { try ingestor.feed($0) }
             start = end
         }
-        let result = try ingestor.finish()
+        let result = try chunked.commit(ingestor.finish())
         #expect(result.bytes == document.count)
         #expect(whole.count > 10)
         #expect(whole.allIDs() == chunked.allIDs())
@@ -107,7 +107,7 @@ struct AtomicityTests {
         let store = try backend.store()
         let ingestor = store.makeIngestor()
         try ingestor.feed(bytes(#"{"uuid":"x-1"}"#))
-        _ = try ingestor.finish()
+        _ = try store.commit(ingestor.finish())
         let error = #expect(throws: IngestError.self) { try ingestor.finish() }
         #expect(error?.code == .misuse)
         #expect(store.collections.count == 1)

@@ -137,7 +137,7 @@ struct CollectionTests {
         #expect(error?.location?.offset == 53)  // where the slice ends: only then is it a slice
         #expect(
             error?.message
-                == "a slice of 2 items at offset 9 goes past the 10 positions an endpoint's collection may have")
+                == "a page of 2 items at offset 9 goes past the 10 positions an endpoint's collection may have")
         #expect(store.allIDs() == ids)
         #expect(store.collections == collections)
 

@@ -15,7 +15,7 @@ struct LifetimeTests {
             try ingestor.feed(bytes(#"[{"uuid":"u-1","firstname":"Ada"},"#))
             if finish {
                 try ingestor.feed(bytes(#"{"uuid":"u-2"}]"#))
-                _ = try ingestor.finish()
+                _ = try store.commit(ingestor.finish())
                 #expect(store.count == 2)
             }
             weakStore = store

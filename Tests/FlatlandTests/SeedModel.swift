@@ -175,7 +175,7 @@ func ingestChunked(
         try ingestor.feed(bytes[start..<end])
         start = end
     }
-    return try ingestor.finish()
+    return try store.commit(ingestor.finish())
 }
 
 /// A JSON value with every object's members sorted by key, so values compare whatever the key order.

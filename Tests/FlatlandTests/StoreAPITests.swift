@@ -122,7 +122,7 @@ struct StoreAPITests {
             bytes(
                 #"[{"uuid":"u-2","email":"a@x","devices":[{"uuid":"d-1","name":"n"}]},{"uuid":"u-1","email":"b@x"},"#
                     + #"{"uuid":"u-2","firstname":"Again"}]"#))
-        let first = try ingestor.finish()
+        let first = try store.commit(ingestor.finish())
         #expect(first.changes.inserted == ["d-1", "u-2", "u-1"])
         let before = store.snapshot()
         #expect(store.ids(prefix: "u") == ["u-1", "u-2"])
@@ -170,7 +170,7 @@ struct StoreAPITests {
         other.email = "b@x"
         try store.upsert(other)
         try store.upsert(User(id: EntityID("u-2")))
-        let result = try ingestor.finish()
+        let result = try store.commit(ingestor.finish())
         #expect(result.changes.inserted == ["d-1"])
         #expect(result.changes.updated == [ChangeSet.Update(id: "u-1", fields: ["email", "age"])])
         #expect(store.countsByPrefix == ["u": 2, "d": 1])
@@ -180,7 +180,7 @@ struct StoreAPITests {
         let late = store.makeIngestor()
         try late.feed(bytes(#"[{"uuid":"u-3","email":"c@x"}]"#))
         try store.removeAll()
-        #expect(try late.finish().changes.inserted == ["u-3"])
+        #expect(try store.commit(late.finish()).changes.inserted == ["u-3"])
         #expect(store.countsByPrefix == ["u": 1])
         #expect(try store.entities(where: \User.email, equals: "c@x").map(\.id.rawValue) == ["u-3"])
     }

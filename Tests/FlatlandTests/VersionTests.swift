@@ -25,12 +25,14 @@ struct VersionTests {
         result = try store.ingest(bytes(#"{"uuid":"x-1","v":3,"a":4}"#), options: options)
         #expect(store.record(id: "x-1")?.fields["a"] == 4)
         #expect(store.record(id: "x-1")?.dataVersion == 3)
-        // No version in the response: applies, and the stored version stays.
-        try store.ingest(bytes(#"{"uuid":"x-1","a":5}"#), options: options)
-        #expect(store.record(id: "x-1")?.fields["a"] == 5)
+        // No version in the response: it cannot be shown newer, so it overwrites nothing; it
+        // only adds the fields the record lacks, and the stored version stays.
+        try store.ingest(bytes(#"{"uuid":"x-1","a":5,"b":1}"#), options: options)
+        #expect(store.record(id: "x-1")?.fields["a"] == 4)
+        #expect(store.record(id: "x-1")?.fields["b"] == 1)
         #expect(store.record(id: "x-1")?.dataVersion == 3)
         try store.ingest(bytes(#"{"uuid":"x-1","v":3,"a":6}"#), options: options)
-        #expect(store.record(id: "x-1")?.fields["a"] == 5)
+        #expect(store.record(id: "x-1")?.fields["a"] == 4)
     }
 
     @Test(arguments: StoreBackend.allCases) func noStoredVersionApplies(backend: StoreBackend) throws {

@@ -3,6 +3,7 @@ public enum Endpoint {
     /// The query parameters removed by default: paging and field selection.
     public static let defaultIgnoredParameters: Set<String> = [
         "offset", "count", "limit", "page", "per_page", "cursor", "field", "fields", "$skip", "$top", "$select",
+        "$skiptoken",
     ]
 
     /// The non-fielded form of `pathAndQuery`: paging and field-selection parameters removed,
@@ -14,24 +15,9 @@ public enum Endpoint {
     public static func nonFielded(
         _ pathAndQuery: String, ignoring ignored: Set<String> = defaultIgnoredParameters
     ) -> String {
-        var text = Substring(pathAndQuery)
-        if let hash = text.firstIndex(of: "#") { text = text[..<hash] }
-        guard let mark = text.firstIndex(of: "?") else { return String(text) }
-        let path = text[..<mark]
-        let query = text[text.index(after: mark)...]
-        var parameters: [(name: String, value: String?)] = []
-        for piece in query.split(separator: "&", omittingEmptySubsequences: true) {
-            let name: String
-            var value: String?
-            if let eq = piece.firstIndex(of: "=") {
-                name = canonical(piece[..<eq])
-                value = canonical(piece[piece.index(after: eq)...])
-            } else {
-                name = canonical(piece)
-            }
-            if name.isEmpty || ignored.contains(name) { continue }
-            parameters.append((name, value))
-        }
+        let (path, all) = split(pathAndQuery)
+        guard let all else { return String(path) }
+        var parameters = all.filter { !$0.name.isEmpty && !ignored.contains($0.name) }
         parameters.sort { a, b in
             if a.name != b.name { return Array(a.name.utf8).lexicographicallyPrecedes(b.name.utf8) }
             return Array((a.value ?? "").utf8).lexicographicallyPrecedes((b.value ?? "").utf8)
@@ -39,6 +25,40 @@ public enum Endpoint {
         if parameters.isEmpty { return String(path) }
         let joined = parameters.map { p in p.value.map { "\(p.name)=\($0)" } ?? p.name }.joined(separator: "&")
         return "\(path)?\(joined)"
+    }
+
+    /// The query parameters that select fields: a request with one of them asks for a partial
+    /// view of the entities (see "Collections over time").
+    public static let fieldSelectionParameters: Set<String> = ["field", "fields", "$select"]
+
+    /// Whether `pathAndQuery` selects fields (has one of ``fieldSelectionParameters``).
+    public static func selectsFields(_ pathAndQuery: String) -> Bool {
+        split(pathAndQuery).query?.contains { fieldSelectionParameters.contains($0.name) } ?? false
+    }
+
+    /// The value of the query parameter `name` of `pathAndQuery` (its first one), in canonical
+    /// form; nil when absent.
+    static func parameter(_ name: String, of pathAndQuery: String) -> String? {
+        split(pathAndQuery).query?.first { $0.name == name }.map { $0.value ?? "" }
+    }
+
+    /// The path, and the query's parameters in order (names and values in canonical form),
+    /// without any fragment; nil parameters when there is no `?`.
+    private static func split(_ pathAndQuery: String) -> (
+        path: Substring, query: [(name: String, value: String?)]?
+    ) {
+        var text = Substring(pathAndQuery)
+        if let hash = text.firstIndex(of: "#") { text = text[..<hash] }
+        guard let mark = text.firstIndex(of: "?") else { return (text, nil) }
+        var parameters: [(name: String, value: String?)] = []
+        for piece in text[text.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: true) {
+            if let eq = piece.firstIndex(of: "=") {
+                parameters.append((canonical(piece[..<eq]), canonical(piece[piece.index(after: eq)...])))
+            } else {
+                parameters.append((canonical(piece), nil))
+            }
+        }
+        return (text[..<mark], parameters)
     }
 
     /// Decodes every `%XX` and encodes again every byte outside the unreserved characters of

@@ -67,8 +67,17 @@ class EntityBox: @unchecked Sendable {
     }
     /// Sets a member (untyped boxes).
     func set(member key: String, value: JSONValue) {}
-    /// Folds a later draft of the same entity into this draft: its fields win.
+    /// Folds a later draft of the same entity into this draft: its fields win, except that a
+    /// draft without a data version only adds fields to one that has a version (see
+    /// ``fillsOnly(from:)``).
     func absorb(_ other: EntityBox) {}
+
+    /// Whether `draft` may only add fields this box lacks: it carries no data version and this
+    /// box has one. An object without a version cannot be shown newer than a versioned record
+    /// (an entity embedded in another response, a server that left the version out), so it
+    /// never overwrites what the record holds; it can still complete a record that lacks fields.
+    @inline(__always)
+    final func fillsOnly(from draft: EntityBox) -> Bool { draft.dataVersion == nil && dataVersion != nil }
     /// A new box: this record with `draft`'s fields applied, and the keys whose values changed.
     func merged(with draft: EntityBox) -> (box: EntityBox, changed: [String]) { fatalError("abstract") }
     /// The present fields as JSON.
@@ -111,7 +120,11 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         let type = entityType
         let source = UnsafeRawPointer(other.valueStorage(type: type))
         let destination = valueStorage(type: type)
-        other.present.forEach { i in type.fieldBoxes[i]._withUnsafeGuaranteedRef { $0.copy(source, destination) } }
+        let fillOnly = fillsOnly(from: other)
+        other.present.forEach { i in
+            if fillOnly, present.contains(i) { return }
+            type.fieldBoxes[i]._withUnsafeGuaranteedRef { $0.copy(source, destination) }
+        }
         present.formUnion(other.present)
         if let v = other.dataVersion { dataVersion = v }
     }
@@ -124,8 +137,11 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         let incoming = UnsafeRawPointer(draft.valueStorage(type: type))
         let current = UnsafeRawPointer(valueStorage(type: type))
         var changed = FieldSet()
+        let fillOnly = fillsOnly(from: draft)
         draft.present.forEach { i in
-            if !present.contains(i) || !type.fieldBoxes[i]._withUnsafeGuaranteedRef({ $0.equal(incoming, current) }) {
+            if !present.contains(i)
+                || (!fillOnly && !type.fieldBoxes[i]._withUnsafeGuaranteedRef({ $0.equal(incoming, current) }))
+            {
                 changed.insert(i)
             }
         }
@@ -173,7 +189,11 @@ final class UntypedBox: EntityBox, @unchecked Sendable {
 
     override func absorb(_ other: EntityBox) {
         guard let other = other as? UntypedBox else { return }
-        for member in other.fields.members { fields[member.key] = member.value }
+        let fillOnly = fillsOnly(from: other)
+        let had = fillOnly ? Set(fields.keys) : []
+        for member in other.fields.members where !had.contains(member.key) {
+            fields[member.key] = member.value
+        }
         if let v = other.dataVersion { dataVersion = v }
     }
 
@@ -183,7 +203,8 @@ final class UntypedBox: EntityBox, @unchecked Sendable {
         box.fields = fields
         box.dataVersion = draft.dataVersion ?? dataVersion
         var changed: [String] = []
-        for member in draft.fields.members where box.fields[member.key] != member.value {
+        let had = fillsOnly(from: draft) ? Set(fields.keys) : []
+        for member in draft.fields.members where !had.contains(member.key) && box.fields[member.key] != member.value {
             box.fields[member.key] = member.value
             changed.append(member.key)
         }

@@ -318,10 +318,6 @@ func record(_ value: JSONValue, into tape: inout EventTape) {
         for item in items { record(item, into: &tape) }
         tape.append(.endArray)
     case .object(let object):
-        if object.count == 1, let ref = object["$ref"]?.stringValue {
-            tape.append(.reference, ref)
-            return
-        }
         tape.append(.beginObject)
         for member in object.members {
             tape.append(.key, member.key)

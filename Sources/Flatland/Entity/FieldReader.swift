@@ -219,8 +219,18 @@ public struct FieldReader {
         } while depth > 0
     }
 
-    /// Reads one whole value as a ``JSONValue`` (a reference becomes `{"$ref": id}`).
+    /// Reads one whole value as a ``JSONValue``. A nested entity (which the ingest stored as a
+    /// record of its own) becomes its id, as a string: a typed entity's `JSONValue` field holds
+    /// plain ids, and an object the server sent is kept exactly as it was, `{"$ref": …}` too.
     public mutating func readJSONValue() throws(FieldError) -> JSONValue {
+        try readJSONValue(untyped: false)
+    }
+
+    /// Reads one whole value as a ``JSONValue``; for an untyped record when `untyped` is set:
+    /// a nested entity then becomes `{"$ref": id}`, and an object whose only member is `$ref`
+    /// (or `$$ref`, `$$$ref`, …) gets one more `$` in front of that key, so that `{"$ref": …}`
+    /// in an untyped record is always a reference (see ``EntityRecord/Payload/untyped(_:)``).
+    mutating func readJSONValue(untyped: Bool) throws(FieldError) -> JSONValue {
         let t = try next()
         switch t.kind {
         case .null: return .null
@@ -228,10 +238,10 @@ public struct FieldReader {
         case .false: return .bool(false)
         case .string: return .string(t.bytes.parsedString)
         case .number: return .number(JSONNumberText(unsafeBuffer: t.bytes.buffer).number)
-        case .reference: return .object(["$ref": .string(t.bytes.string)])
+        case .reference: return untyped ? .object(["$ref": .string(t.bytes.string)]) : .string(t.bytes.string)
         case .beginArray:
             var items: [JSONValue] = []
-            while try peek().kind != .endArray { items.append(try readJSONValue()) }
+            while try peek().kind != .endArray { items.append(try readJSONValue(untyped: untyped)) }
             index += 1
             return .array(items)
         case .beginObject:
@@ -239,11 +249,22 @@ public struct FieldReader {
             while true {
                 let k = try next()
                 if k.kind == .endObject { break }
-                object.members.append((key: k.bytes.parsedString, value: try readJSONValue()))
+                object.members.append((key: k.bytes.parsedString, value: try readJSONValue(untyped: untyped)))
+            }
+            if untyped, object.count == 1, let key = object.keys.first, isReferenceKey(key), let value = object[key] {
+                return .object(JSONObject(dictionaryLiteral: ("$" + key, value)))
             }
             return .object(object)
         case .key, .endArray, .endObject:
             throw FieldError("malformed value")
         }
     }
+}
+
+/// Whether `key` is `ref` after one or more `$`: the key of an untyped record's reference
+/// (`$ref`) or of an escaped literal (`$$ref`, …).
+func isReferenceKey(_ key: String) -> Bool {
+    let utf8 = key.utf8
+    guard utf8.count >= 4, utf8.starts(with: "$".utf8), utf8.reversed().starts(with: "fer".utf8) else { return false }
+    return utf8.dropLast(3).allSatisfy { $0 == UInt8(ascii: "$") }
 }

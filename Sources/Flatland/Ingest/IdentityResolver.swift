@@ -42,10 +42,17 @@ public protocol IdentityResolver: Sendable {
     /// Whether an object in this position could be an entity at all. Objects that cannot are
     /// read as containers at once, without buffering. Defaults to true.
     func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool
+    /// The member holding the id of an entity with `prefix`, for asking a server for it
+    /// (``EntityRecord/missingFields(for:resolver:)``). Defaults to ``idKey``.
+    func idKey(forPrefix prefix: String) -> String?
 }
 
 extension IdentityResolver {
     public var idKey: String? { nil }
+
+    /// ``idKey``, whatever the prefix.
+    public func idKey(forPrefix prefix: String) -> String? { idKey }
+
     public func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool { true }
 }
 
@@ -165,6 +172,9 @@ public struct RuleResolver: IdentityResolver {
         return nil
     }
 
+    /// The id key of the first rule for `prefix`.
+    public func idKey(forPrefix prefix: String) -> String? { rules.first { $0.prefix == prefix }?.idKey }
+
     /// (The ingestor asks a ``ParentKeyFilter`` made from the rules instead, once per object.)
     public func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
         rules.contains { $0.allows(parentKey: parentKey, isNested: isNested, endpoint: endpoint) }
@@ -201,14 +211,14 @@ struct ParentKeyFilter {
     }
 
     /// The index of the first rule whose conditions on position allow an object under
-    /// `parentKey`, or -1: the object may be an entity exactly when there is one.
+    /// `parentKey`, if any: the object may be an entity exactly when there is one.
     @inline(__always)
-    func firstRule(parentKey: String?, isNested: Bool) -> Int {
+    func firstRule(parentKey: String?, isNested: Bool) -> Int32? {
         let key = parentKey ?? ""
         for entry in isNested ? nested : top {
-            guard let keys = entry.parentKeys else { return entry.rule }
-            if keys.contains(key) { return entry.rule }
+            guard let keys = entry.parentKeys else { return Int32(truncatingIfNeeded: entry.rule) }
+            if keys.contains(key) { return Int32(truncatingIfNeeded: entry.rule) }
         }
-        return -1
+        return nil
     }
 }

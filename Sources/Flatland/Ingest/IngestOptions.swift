@@ -45,6 +45,35 @@ public struct IngestOptions: Sendable {
     /// object's position allows is worked out when the object opens, and one without a type key
     /// decides at its id. Tests and the fuzzer turn it off to compare with the general way.
     @_spi(Testing) public var allowsRuleFastPath = true
+    /// How a page of this endpoint is wrapped (see ``Envelope``). Default: ``Envelope/default``.
+    public var envelope: Envelope
+    /// What the caller knows of this response's page from outside its body.
+    public var page: PageContext
+
+    /// What the caller knows of a response's page from outside its body: its headers, or the
+    /// page it follows.
+    public struct PageContext: Sendable, Hashable {
+        /// Where the page starts when neither the body nor the request's query says (see
+        /// ``Envelope``): a pager that follows next links passes the previous page's
+        /// ``IngestResult/Page/nextOffset``, so that the page comes right after it.
+        public var start: Int?
+        /// The number of items the endpoint has, from a header (`X-Total-Count`), when the body
+        /// does not say.
+        public var total: Int?
+        /// The next page's link from a header (`Link: <…>; rel="next"`), when the body does not
+        /// give one; reported in ``IngestResult/Page/nextLink``.
+        public var nextLink: String?
+
+        /// A context; every member is optional.
+        public init(start: Int? = nil, total: Int? = nil, nextLink: String? = nil) {
+            self.start = start
+            self.total = total
+            self.nextLink = nextLink
+        }
+
+        /// Whether the caller says anything of the page.
+        var isEmpty: Bool { start == nil && total == nil && nextLink == nil }
+    }
 
     /// Options; every argument has a default.
     public init(
@@ -55,7 +84,9 @@ public struct IngestOptions: Sendable {
         ignoredParameters: Set<String> = Endpoint.defaultIgnoredParameters,
         parser: JSONParserOptions = .strict,
         maxPendingObjectBytes: Int = 1 << 20,
-        maxCollectionLength: Int = 1 << 20
+        maxCollectionLength: Int = 1 << 20,
+        envelope: Envelope = .default,
+        page: PageContext = PageContext()
     ) {
         self.resolver = resolver
         self.unknownPrefix = unknownPrefix
@@ -65,6 +96,8 @@ public struct IngestOptions: Sendable {
         self.parser = parser
         self.maxPendingObjectBytes = maxPendingObjectBytes
         self.maxCollectionLength = maxCollectionLength
+        self.envelope = envelope
+        self.page = page
     }
 }
 
@@ -84,12 +117,16 @@ public struct IngestError: Error, CustomStringConvertible {
         public static let limit = Code(name: "limit")
         /// The ingest was cancelled.
         public static let cancelled = Code(name: "cancelled")
-        /// The ingestor was used after it finished.
+        /// The ingestor was used after it finished, or a batch was committed twice or to a store
+        /// of another registry.
         public static let misuse = Code(name: "misuse")
         /// The response was read, but the store could not commit it: its persistence failed to
         /// write (``IngestError/underlying`` is the persistence's own error, FlatlandSQLite's
         /// `SQLiteStoreError`). The store is unchanged.
         public static let persistence = Code(name: "persistence")
+        /// A page's paging member (offset, count, total, next link) or paging query parameter
+        /// is malformed: negative, fractional, a string where a number belongs.
+        public static let paging = Code(name: "paging")
         public var description: String { name }
     }
 
@@ -126,6 +163,9 @@ extension IngestError {
             self.init(
                 code: .persistence, message: "the store could not be written: \(error)",
                 underlying: error.underlying ?? error)
+        case let error as StoreWriteError where error.code == .transactionWork:
+            self.init(
+                code: .persistence, message: "the work alongside the commit failed: \(error)", underlying: error)
         default:
             self.init(code: .misuse, message: "the store could not be written: \(error)", underlying: error)
         }
@@ -144,4 +184,32 @@ public struct IngestResult: Sendable {
     public var skipped: [IngestError]
     /// Bytes read.
     public var bytes: Int
+    /// The page this response was, when it was one (see ``Envelope``): where it sits in the
+    /// endpoint's collection and where the next one is.
+    public var page: Page? = nil
+
+    /// A page of a paginated endpoint, as one response delivered it.
+    public struct Page: Sendable, Hashable {
+        /// The position of the page's first item in the endpoint's collection.
+        public var offset: Int
+        /// The number of items in the page (its items array's length).
+        public var count: Int
+        /// The number of items the endpoint has, when the page (or the caller) said.
+        public var total: Int?
+        /// The link (or cursor) to the next page, from the body or the caller; nil on the last
+        /// page.
+        public var nextLink: String?
+
+        /// Where the next page starts: pass it as ``IngestOptions/PageContext/start`` when
+        /// following ``nextLink``.
+        public var nextOffset: Int { offset + count }
+
+        /// A page; for comparing with what an ingest reported.
+        public init(offset: Int, count: Int, total: Int?, nextLink: String?) {
+            self.offset = offset
+            self.count = count
+            self.total = total
+            self.nextLink = nextLink
+        }
+    }
 }

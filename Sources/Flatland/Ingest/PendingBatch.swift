@@ -100,13 +100,21 @@ struct PendingBatch {
     /// Top-level entities, in document order, each once.
     var taskItems: [String] = []
     var taskItemSet: Set<RecordKey> = []
-    /// The first slice found outside entities.
+    /// The first page found outside entities (see ``Envelope``).
     var slice: Slice?
+    /// Whether the request selected fields (`?fields=`): a response that is not a page is then
+    /// a partial view of the endpoint's list, and does not replace it.
+    var selectsFields = false
 
+    /// A page: its items at their indexes in the page (nil where an element is not a stored
+    /// entity).
     struct Slice {
         var offset: Int
         var total: Int?
         var items: [(index: Int, id: String?)]
+        /// The number of elements of the page's items array.
+        var count: Int
+        var nextLink: String?
     }
 
     mutating func addTaskItem(_ key: RecordKey) {

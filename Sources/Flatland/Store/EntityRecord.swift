@@ -35,14 +35,6 @@ public struct EntityRecord: Sendable {
     /// records and arrival order for untyped ones.
     public var presentFields: [String] { box.presentKeys }
 
-    /// The fields of `desired` that this record lacks, plus `"uuid"` whenever any are missing,
-    /// so a screen can ask the server for exactly those (`?fields=`).
-    public func missingFields(for desired: [String]) -> [String] {
-        let have = Set(presentFields)
-        let missing = desired.filter { !have.contains($0) && $0 != "uuid" }
-        return missing.isEmpty ? [] : ["uuid"] + missing
-    }
-
     /// The present fields as a JSON object (nested entities as their ids for typed records, as
     /// `{"$ref": id}` for untyped ones).
     public var fields: JSONObject {

@@ -190,28 +190,10 @@ extension Store {
         staged.taskCollectionIDs = kept
     }
 
-    /// The endpoint's collection with this response's items: a slice at its absolute positions,
-    /// anything else replacing the whole list.
+    /// The endpoint's collection with this response's items, by the rules of "Collections over
+    /// time" (`PendingBatch.endpointCollection(_:existing:)`).
     private func updatedEndpointCollection(_ endpoint: String, batch: PendingBatch) -> EntityCollection {
-        var collection =
-            contents.collection(displayIdentifier: endpoint)
-            ?? EntityCollection(
-                id: newID(prefix: "c"), displayIdentifier: endpoint, kind: .endpoint, items: [], total: nil)
-        guard let slice = batch.slice else {
-            collection.items = batch.taskItems
-            collection.total = batch.taskItems.count
-            return collection
-        }
-        for item in slice.items {
-            let position = slice.offset + item.index
-            guard position >= 0 else { continue }
-            if collection.items.count <= position {
-                collection.items.append(contentsOf: repeatElement(nil, count: position + 1 - collection.items.count))
-            }
-            collection.items[position] = item.id
-        }
-        if let total = slice.total { collection.total = total }
-        return collection
+        batch.endpointCollection(endpoint, existing: contents.collection(displayIdentifier: endpoint))
     }
 
     /// Puts a change the persistence has written in place (under the read lock).

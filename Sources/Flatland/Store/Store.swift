@@ -221,29 +221,6 @@ public final class Store: StoreReader, @unchecked Sendable {
 
     // MARK: Ingesting
 
-    /// Reads a whole response and applies it as one batch.
-    ///
-    /// - Parameters:
-    ///   - bytes: the response body.
-    ///   - endpoint: the request's path and query, for the endpoint's collection.
-    ///   - taskID: the display identifier of the task's collection (a new id when nil).
-    /// - Throws: ``IngestError``; the store is then exactly as it was.
-    @discardableResult
-    public func ingest<Bytes: Sequence<UInt8>>(
-        _ bytes: Bytes, endpoint: String? = nil, taskID: String? = nil, options: IngestOptions = IngestOptions()
-    ) throws(IngestError) -> IngestResult {
-        let ingestor = Ingestor(store: self, endpoint: endpoint, taskID: taskID, options: options)
-        try ingestor.feed(bytes)
-        return try ingestor.finish()
-    }
-
-    /// An ingestor for one response that arrives in chunks.
-    public func makeIngestor(endpoint: String? = nil, taskID: String? = nil, options: IngestOptions = IngestOptions())
-        -> Ingestor
-    {
-        Ingestor(store: self, endpoint: endpoint, taskID: taskID, options: options)
-    }
-
     /// Whether this is an in-memory store with no records (yet).
     var isEmptyInMemory: Bool {
         persistence == nil && lock.withLock { contents.backing == nil && contents.records.isEmpty }

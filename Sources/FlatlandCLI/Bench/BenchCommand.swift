@@ -161,7 +161,7 @@ enum Bench {
             let ingestor = store.makeIngestor(endpoint: "/bench", options: i.options)
             try forEachChunk(w.bytes, size: chunkSize) { try ingestor.feed($0) }
             read = monotonicSeconds()
-            try withExtendedLifetime(ingestor) { _ = try ingestor.finish() }
+            try withExtendedLifetime(ingestor) { _ = try store.commit(ingestor.finish()) }
             applied = monotonicSeconds()
             entities = store.count
         }
@@ -174,7 +174,7 @@ enum Bench {
         let store = Store(registry: i.registry)
         let ingestor = store.makeIngestor(endpoint: "/bench", options: i.options)
         try forEachChunk(w.bytes, size: chunkSize) { try ingestor.feed($0) }
-        _ = try ingestor.finish()
+        _ = try store.commit(ingestor.finish())
         return store
     }
 

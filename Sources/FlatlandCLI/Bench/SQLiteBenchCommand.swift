@@ -126,7 +126,7 @@ struct SQLiteBenchCommand: ParsableCommand {
     static func ingest(_ bytes: [UInt8], into store: Store) throws -> Int {
         let ingestor = store.makeIngestor(endpoint: "/bench")
         try forEachChunk(bytes, size: Bench.chunkSize) { try ingestor.feed($0) }
-        _ = try ingestor.finish()
+        _ = try store.commit(ingestor.finish())
         return store.count
     }
 

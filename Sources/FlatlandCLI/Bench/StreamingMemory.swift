@@ -49,7 +49,7 @@ enum StreamingMemory {
         let ingestor = store.makeIngestor(endpoint: "/users")
         let input = try InputFile(path: file)
         try input.forEachChunk(size: 64 * 1024) { try ingestor.feed($0) }
-        _ = try ingestor.finish()
+        _ = try store.commit(ingestor.finish())
         // VmHWM, not getrusage: ru_maxrss survives exec and would report the parent's peak.
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),

@@ -245,7 +245,7 @@ public final class Backend: Sendable {
                 HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: nil))
         }
         do throws(IngestError) {
-            let ingest = try pending.ingestor.finish()
+            let ingest = try store.commit(pending.ingestor.finish())
             return .success(
                 HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: ingest))
         } catch {
