@@ -42,6 +42,18 @@ struct AuthorizationTests {
         }
     }
 
+    /// A public read as `sender`: a wrong token must get 401 (then nil), anyone else 200.
+    func publicRead(_ path: String, as sender: Sender, _ server: SampleServer, _ port: Int) async throws -> RawResponse?
+    {
+        let reply = try await request(port: port, "GET", path, token: sender.token(server))
+        guard sender != .wrongToken else {
+            #expect(reply.status == 401)
+            return nil
+        }
+        #expect(reply.status == 200)
+        return reply
+    }
+
     /// `{uuid → object}` of a slice's items.
     func byID(_ slice: JSONValue?) -> [String: [String: JSONValue]] {
         var result: [String: [String: JSONValue]] = [:]
@@ -53,12 +65,7 @@ struct AuthorizationTests {
     func listUsers(_ sender: Sender) async throws {
         try await withServer { server, port in
             let cast = try Cast(server)
-            let reply = try await request(port: port, "GET", "/users?offset=0&count=10", token: sender.token(server))
-            guard sender != .wrongToken else {
-                #expect(reply.status == 401)
-                return
-            }
-            #expect(reply.status == 200)
+            guard let reply = try await publicRead("/users?offset=0&count=10", as: sender, server, port) else { return }
             let users = byID(reply.json)
             #expect(users.count == server.state.userIDs.count)
             let withEmail = Set(users.filter { $0.value["email"] != nil }.keys)
@@ -75,12 +82,7 @@ struct AuthorizationTests {
     func readUser(_ sender: Sender) async throws {
         try await withServer { server, port in
             let cast = try Cast(server)
-            let reply = try await request(port: port, "GET", "/users/\(cast.owner)", token: sender.token(server))
-            guard sender != .wrongToken else {
-                #expect(reply.status == 401)
-                return
-            }
-            #expect(reply.status == 200)
+            guard let reply = try await publicRead("/users/\(cast.owner)", as: sender, server, port) else { return }
             #expect(reply.json?["uuid"]?.stringValue == cast.owner)
             #expect(reply.json?["lastname"] != nil)
             #expect((reply.json?["email"] != nil) == (sender == .owner))
@@ -95,12 +97,9 @@ struct AuthorizationTests {
     @Test("GET /devices: public; a push token only to the device's owner", arguments: Sender.allCases)
     func listDevices(_ sender: Sender) async throws {
         try await withServer { server, port in
-            let reply = try await request(port: port, "GET", "/devices?offset=0&count=100", token: sender.token(server))
-            guard sender != .wrongToken else {
-                #expect(reply.status == 401)
+            guard let reply = try await publicRead("/devices?offset=0&count=100", as: sender, server, port) else {
                 return
             }
-            #expect(reply.status == 200)
             let devices = byID(reply.json)
             #expect(devices.count == server.state.deviceIDs.count)
             let withToken = Set(devices.filter { $0.value["pushToken"] != nil }.keys)
@@ -123,13 +122,10 @@ struct AuthorizationTests {
     func readDevice(_ sender: Sender) async throws {
         try await withServer { server, port in
             let cast = try Cast(server)
-            let reply = try await request(
-                port: port, "GET", "/devices/\(cast.ownerDevice)?fields=name,pushToken", token: sender.token(server))
-            guard sender != .wrongToken else {
-                #expect(reply.status == 401)
-                return
-            }
-            #expect(reply.status == 200)
+            guard
+                let reply = try await publicRead(
+                    "/devices/\(cast.ownerDevice)?fields=name,pushToken", as: sender, server, port)
+            else { return }
             #expect(reply.json?["name"] != nil)
             #expect((reply.json?["pushToken"] != nil) == (sender == .owner))
         }

@@ -447,8 +447,7 @@ struct SampleAPI: Sendable {
         if case .array(let devices)? = object["devices"] {
             let owner = state.tables.withLockedValue { $0.owner }
             if let foreign = devices.first(where: { $0.stringValue.map { owner[$0] != id } ?? false }) {
-                return Self.error(
-                    403, "the device \(foreign.stringValue ?? "") belongs to another user", field: "devices")
+                return Self.error(403, "the device \(foreign.stringValue ?? "") is not one of yours", field: "devices")
             }
         }
         var w = JSONWriter()
