@@ -28,7 +28,7 @@ struct NULTextTests {
         #expect(reopened.entity(EntityID<SeedUser>("u-a\u{0}c"))?.firstname == "C")
         #expect(reopened.entity(EntityID<SeedUser>("u-a"))?.firstname == "A")
         #expect(
-            reopened.entities(where: \SeedUser.email, equals: "a\u{0}c@x").map(\.id.rawValue) == ["u-a\u{0}c"])
+            try reopened.entities(where: \SeedUser.email, equals: "a\u{0}c@x").map(\.id.rawValue) == ["u-a\u{0}c"])
         let endpoint = try #require(reopened.collections(kind: .endpoint).first)
         #expect(endpoint.items == ["u-a\u{0}b", "u-a\u{0}c", "u-a"])
         #expect(reopened.collection(displayIdentifier: "t\u{0}1")?.items == ["u-a\u{0}b", "u-a\u{0}c", "u-a"])
