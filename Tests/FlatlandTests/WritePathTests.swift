@@ -188,7 +188,8 @@ struct WritePathTests {
         let ingestor = store.makeIngestor(endpoint: "/me")
         try ingestor.feed(bytes(#"{"uuid":"u-1","#))
         try ingestor.feed(bytes(#""firstname":"A"}"#))
-        let finished = #expect(throws: IngestError.self) { try ingestor.finish() }
+        let batch = try ingestor.finish()  // reads the response, writes nothing
+        let finished = #expect(throws: IngestError.self) { try store.commit(batch) }
         #expect(finished?.code == .persistence)
         // Other writes give the store's own error.
         let upsert = #expect(throws: StoreWriteError.self) { try store.upsert(User(id: EntityID("u-2"))) }
