@@ -157,12 +157,14 @@ public final class JSONStreamParser {
     private func hold(_ base: UnsafePointer<UInt8>, count n: Int) -> Bool {
         guard heldScanner != nil || scanner.inString else { return false }
         let start = chunkStart + held.count
-        var probe = heldScanner ?? scanner
-        let stringStart = probe.stringStart
-        guard n <= options.limits.maxTotalBytes - start, probe.libyajlAcceptsStringContent(base, count: n)
-        else { return false }
+        guard n <= options.limits.maxTotalBytes - start else { return false }
+        let entry = heldScanner ?? scanner
+        var probe = entry
         probe.beginChunk()
-        guard probe.scanHead(base, count: n, start: start) == n, probe.inString, probe.stringStart == stringStart
+        // The states stop at the first 64-byte step after the string ends: a chunk that only
+        // begins inside a string costs little here.
+        guard probe.scanHead(base, count: n, start: start) == n, probe.inString,
+            probe.stringStart == entry.stringStart, entry.libyajlAcceptsStringContent(base, count: n)
         else { return false }
         held.append(contentsOf: UnsafeBufferPointer(start: base, count: n))
         heldScanner = probe

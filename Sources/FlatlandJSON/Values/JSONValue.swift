@@ -74,10 +74,11 @@ public enum JSONValue: Hashable, Sendable {
 /// The members of a JSON object in document order. Lookup by key returns the last member with
 /// that key; iteration and writing keep every member.
 ///
-/// Lookup and setting by key take constant time on average: past a few members, an index from
-/// each key to its last member is built at the first change by key and kept up to date by later
-/// ones. Changing ``members`` directly drops it (the next change by key builds it again), and so
-/// does removing a key (setting nil), which takes time linear in the number of members.
+/// Setting by key takes constant time on average: past 16 members, the first change by key
+/// builds an index from each key to its last member, and later changes keep it up to date;
+/// lookup by key uses it too. Until then (a parsed object, say) lookup searches the members.
+/// Changing ``members`` directly drops the index, and so does setting a key to nil, which takes
+/// time linear in the number of members; the next change by key builds it again.
 public struct JSONObject: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral {
     private var storage: [(key: String, value: JSONValue)]
     /// The position of the last member with each key, for every member; empty when not built
