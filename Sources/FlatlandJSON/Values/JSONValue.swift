@@ -119,7 +119,8 @@ public struct JSONObject: Hashable, Sendable, Sequence, ExpressibleByDictionaryL
     /// setting nil removes every member with that key.
     public subscript(key: String) -> JSONValue? {
         get {
-            if !index.isEmpty { return index[key].map { storage[$0].value } }
+            // Below the threshold there is never an index: no need to look at it.
+            if storage.count >= Self.indexThreshold, !index.isEmpty { return index[key].map { storage[$0].value } }
             return storage.last { $0.key == key }?.value
         }
         set {
@@ -128,8 +129,7 @@ public struct JSONObject: Hashable, Sendable, Sequence, ExpressibleByDictionaryL
                 index = [:]
                 return
             }
-            if index.isEmpty, storage.count >= Self.indexThreshold { buildIndex() }
-            if index.isEmpty {
+            if storage.count < Self.indexThreshold {
                 if let i = storage.lastIndex(where: { $0.key == key }) {
                     storage[i].value = newValue
                 } else {
@@ -137,6 +137,7 @@ public struct JSONObject: Hashable, Sendable, Sequence, ExpressibleByDictionaryL
                 }
                 return
             }
+            if index.isEmpty { buildIndex() }
             if let i = index[key] {
                 storage[i].value = newValue
             } else {
