@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 SECONDS_TO_RUN="${1:-60}"
 WHICH="${2:-all}"
 OUT=.fuzz
+# The longest inputs libFuzzer makes (it starts short and grows them; the seeds below come near).
+JSON_MAX_LEN=65536
+INGEST_MAX_LEN=16384
 MODULES="$OUT/modules"
 mkdir -p "$OUT" "$MODULES"
 # A trap's report comes from the fuzzer and the sanitizer; Swift's backtracer would read the
@@ -131,6 +134,17 @@ printf '\x00\x03\x3f%s' "$(printf '[%.0s' $(seq 600))" >"$CORPUS/seed-deep"
 printf '\x08\x03\x02%s' "$(printf '{"a":[%.0s' $(seq 9))1$(printf ']}%.0s' $(seq 9))" >"$CORPUS/seed-deep-small-limit"
 printf '\x00\x09\x05["%s"]' "$(printf 'x\\u00e9%.0s' $(seq 200))" >"$CORPUS/seed-long-string"
 printf '\x08\x09\x05[%s]' "$(printf '7%.0s' $(seq 40))" >"$CORPUS/seed-long-number"
+# Long strings and many keys, near the longest input (JSON_MAX_LEN): a string that spans
+# thousands of chunks is held until it ends (once quadratic in libyajl), and objects with
+# thousands of members go through the key index. Plain text, escapes and UTF-8, keys and values.
+repeat() { head -c "$2" /dev/zero | tr '\0' "$1"; }
+members() { seq 0 $(($1 - 1)) | sed "s/.*/\"$2&\":&/" | paste -sd, -; }
+printf '\x00\x07\x3f["%s"]' "$(repeat x 60000)" >"$CORPUS/seed-longer-string"
+printf '\x00\x01\x00["%s"]' "$(repeat y 30000)" >"$CORPUS/seed-longer-string-small-chunks"
+printf '\x04\x2a\x10{"%s":"%s\\u00e9\xc3\xa9\\ud83d\\ude00%s"}' "$(repeat k 20000)" "$(repeat v 20000)" \
+    "$(repeat w 20000)" >"$CORPUS/seed-long-key-and-string"
+printf '\x01\x11\x3f{%s}' "$(members 4000 k)" >"$CORPUS/seed-many-keys"
+printf '\x00\x05\x08{%s,%s}' "$(members 2000 d)" "$(members 2000 d)" >"$CORPUS/seed-many-duplicate-keys"
 
 # Ingest seeds: the same header (its first byte selects the ingest options: unknown prefixes,
 # bad entities, a version key, a small pending budget, UTF-8 repair, a small depth limit), then a
@@ -154,6 +168,16 @@ done <<'JSON'
 {"offset":86666666666,"total":5,"data":[{"uuid":"u-1"},7]}
 {"page":{"offset":9223372036854775807,"count":2,"data":[{"uuid":"u-1"},{"uuid":"u-2"}]}}
 JSON
+# Ingest seeds with long strings and many keys, near INGEST_MAX_LEN: an untyped entity with
+# thousands of members, a typed one with a long string, and members repeated.
+i=$((i + 1))
+printf '\x00\x07\x3f{"uuid":"x-1",%s}' "$(members 1200 k)" >"$INGEST_CORPUS/seed-$i"
+i=$((i + 1))
+printf '\x04\x01\x00[{"uuid":"x-2",%s},{"uuid":"x-2",%s}]' "$(members 500 a)" "$(members 500 b)" \
+    >"$INGEST_CORPUS/seed-$i"
+i=$((i + 1))
+printf '\x00\x2a\x3f[{"uuid":"u-1","name":"%s"},{"uuid":"x-3","text":"%s"}]' "$(repeat n 8000)" \
+    "$(repeat t 8000)" >"$INGEST_CORPUS/seed-$i"
 # Ingest seeds for the rule resolver (option bit 7): ids by position, nesting and type.
 for header in '\x80\x07\x03' '\x84\x2a\x01' '\x89\x11\x3f' '\x82\x05\x08' '\xa0\x63\x02'; do
     i=$((i + 1))
@@ -163,11 +187,12 @@ for header in '\x80\x07\x03' '\x84\x2a\x01' '\x89\x11\x3f' '\x82\x05\x08' '\xa0\
     printf "$header%s" '[{"uuid":"u-1","name":"a","user":{"id":2},"x":"late","uuid":"u-0","device":{"name":"q","serial":"5","serial":"6"}}]' >"$INGEST_CORPUS/seed-$i"
 done
 
-# run NAME CORPUS: one harness for SECONDS_TO_RUN; returns its status.
+# run NAME CORPUS MAX_LEN: one harness for SECONDS_TO_RUN, inputs up to MAX_LEN bytes; returns
+# its status.
 run() {
-    local name="$1" corpus="$2" log="$OUT/$1.log"
-    echo "== fuzzing $name for $SECONDS_TO_RUN s (log: $log)"
-    "$OUT/$name" "$corpus" -dict="$OUT/json.dict" -max_total_time="$SECONDS_TO_RUN" -max_len=2048 -timeout=10 \
+    local name="$1" corpus="$2" max_len="$3" log="$OUT/$1.log"
+    echo "== fuzzing $name for $SECONDS_TO_RUN s, inputs up to $max_len bytes (log: $log)"
+    "$OUT/$name" "$corpus" -dict="$OUT/json.dict" -max_total_time="$SECONDS_TO_RUN" -max_len="$max_len" -timeout=10 \
         -artifact_prefix="$OUT/artifacts/$name-" -print_final_stats=1 >"$log" 2>&1
     local status=$?
     grep -E '^(==[0-9]+==ERROR|SUMMARY|Fatal error|.*fatal error|artifact_prefix|Test unit written)' "$log" || true
@@ -184,11 +209,11 @@ run() {
 
 status=0
 case "$WHICH" in
-json) run FlatlandJSONFuzzer "$CORPUS" || status=$? ;;
-ingest) run FlatlandIngestFuzzer "$INGEST_CORPUS" || status=$? ;;
+json) run FlatlandJSONFuzzer "$CORPUS" "$JSON_MAX_LEN" || status=$? ;;
+ingest) run FlatlandIngestFuzzer "$INGEST_CORPUS" "$INGEST_MAX_LEN" || status=$? ;;
 all)
-    run FlatlandJSONFuzzer "$CORPUS" || status=$?
-    run FlatlandIngestFuzzer "$INGEST_CORPUS" || status=$?
+    run FlatlandJSONFuzzer "$CORPUS" "$JSON_MAX_LEN" || status=$?
+    run FlatlandIngestFuzzer "$INGEST_CORPUS" "$INGEST_MAX_LEN" || status=$?
     ;;
 *)
     echo "unknown harness $WHICH (json, ingest or all)" >&2

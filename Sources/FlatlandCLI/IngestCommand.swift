@@ -45,7 +45,7 @@ struct IngestCommand: ParsableCommand {
     var files: [String]
 
     func validate() throws {
-        guard chunkSize > 0 else { throw ValidationError("--chunk-size must be positive") }
+        try InputFile.validate(chunkSize: chunkSize)
         guard !files.isEmpty else { throw ValidationError("give at least one FILE") }
     }
 

@@ -1,3 +1,5 @@
+import ArgumentParser
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -6,6 +8,18 @@
 
 /// A file (or standard input, `-`) read in fixed-size chunks: constant memory at any size.
 struct InputFile: ~Copyable {
+    /// The largest `--chunk-size` a command accepts: one chunk is allocated whole.
+    static let maxChunkSize = 64 << 20
+
+    /// Checks a `--chunk-size` option: from 1 byte to ``maxChunkSize``, else a usage error
+    /// (exit 2).
+    static func validate(chunkSize: Int) throws(ValidationError) {
+        guard chunkSize >= 1, chunkSize <= maxChunkSize else {
+            throw ValidationError(
+                "--chunk-size must be between 1 and \(maxChunkSize) bytes (64 MiB), not \(chunkSize)")
+        }
+    }
+
     let path: String
     private let fd: Int32
 

@@ -28,7 +28,7 @@ struct ParseCommand: ParsableCommand {
     var file: String
 
     func validate() throws {
-        guard chunkSize > 0 else { throw ValidationError("--chunk-size must be positive") }
+        try InputFile.validate(chunkSize: chunkSize)
     }
 
     func run() throws {

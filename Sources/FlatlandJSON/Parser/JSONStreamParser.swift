@@ -70,6 +70,20 @@ public final class JSONStreamParser {
     @_spi(Testing) public var fastPathMinimumBytes = 128
     /// How many chunks took the fast path, for tests to see that they exercised it.
     @_spi(Testing) public private(set) var fastChunkCount = 0
+    /// Whether a chunk wholly inside a string is held until the string ends (see
+    /// ``feed(_:)-(UnsafeRawBufferPointer)``). Tests turn it off to compare both ways.
+    @_spi(Testing) public var holdsStrings = true
+    /// The bytes libyajl has read: those handed to it, plus, at each call, the start of the token
+    /// it had buffered from earlier calls, which it reads again from its first byte. For tests to
+    /// see that the work is linear in the input.
+    @_spi(Testing) public private(set) var bytesReadByYAJL = 0
+    /// The bytes held back, inside a string that has not ended yet.
+    @_spi(Testing) public var heldByteCount: Int { held.count }
+
+    /// The bytes of a string going on, fed after the chunk it began in, that libyajl has not seen.
+    private var held: [UInt8] = []
+    /// The scanner's state after the held bytes (nil when none are held).
+    private var heldScanner: StrictScanner?
 
     /// Creates a parser that sends its events to `handler`.
     public init(handler: any JSONEventHandler, options: JSONParserOptions = .strict) {
@@ -95,19 +109,74 @@ public final class JSONStreamParser {
     }
 
     /// The number of bytes accepted so far.
-    public var bytesConsumed: Int { chunkStart }
+    public var bytesConsumed: Int { chunkStart + held.count }
 
     /// Parses the next chunk of input.
+    ///
+    /// A chunk that lies wholly inside a string begun in an earlier chunk is checked and kept
+    /// until the string ends, then handed to libyajl with the rest of the string in one piece:
+    /// libyajl reads a token that spans several calls again from its start at every call, which
+    /// made a long string fed in small chunks quadratic. So memory grows with the longest string
+    /// (bounded by ``JSONLimits/maxStringLength``), never with the document, and no event is
+    /// delayed, since such a chunk holds none.
     ///
     /// - Throws: ``JSONError`` for invalid input, an exceeded limit, or an error the handler threw.
     public func feed(_ bytes: UnsafeRawBufferPointer) throws(JSONError) {
         if let failure { throw failure }
         if finished { throw JSONError(.misuse, "feed after finish") }
-        guard var n = bytes.count as Int?, n > 0, let raw = bytes.baseAddress else { return }
+        guard bytes.count > 0, let raw = bytes.baseAddress else { return }
+        let base = raw.assumingMemoryBound(to: UInt8.self)
+        if holdsStrings, hold(base, count: bytes.count) { return }
+        guard !held.isEmpty else { return try feedChunk(base, count: bytes.count) }
+        try feedHeld(appending: UnsafeBufferPointer(start: base, count: bytes.count))
+    }
+
+    /// Hands the held bytes, then `more`, to the parser as one chunk.
+    private func feedHeld(appending more: UnsafeBufferPointer<UInt8> = UnsafeBufferPointer(start: nil, count: 0))
+        throws(JSONError)
+    {
+        var joined: [UInt8] = []
+        swap(&joined, &held)
+        heldScanner = nil
+        joined.append(contentsOf: more)
+        let done: Result<Void, JSONError> = joined.withUnsafeBufferPointer { all in
+            do throws(JSONError) {
+                try feedChunk(all.baseAddress!, count: all.count)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try done.get()
+    }
+
+    /// Keeps the chunk instead of parsing it when it lies wholly inside the string that was going
+    /// on before it, and neither the states nor libyajl would find anything wrong in it (else the
+    /// chunk is parsed at once, which reports the error where and when it would have been found
+    /// anyway).
+    private func hold(_ base: UnsafePointer<UInt8>, count n: Int) -> Bool {
+        guard heldScanner != nil || scanner.inString else { return false }
+        let start = chunkStart + held.count
+        guard n <= options.limits.maxTotalBytes - start else { return false }
+        let entry = heldScanner ?? scanner
+        var probe = entry
+        probe.beginChunk()
+        // The states stop at the first 64-byte step after the string ends: a chunk that only
+        // begins inside a string costs little here.
+        guard probe.scanHead(base, count: n, start: start) == n, probe.inString,
+            probe.stringStart == entry.stringStart, entry.libyajlAcceptsStringContent(base, count: n)
+        else { return false }
+        held.append(contentsOf: UnsafeBufferPointer(start: base, count: n))
+        heldScanner = probe
+        return true
+    }
+
+    /// Parses a chunk: the bytes fed, or the held bytes with those that followed them.
+    private func feedChunk(_ base: UnsafePointer<UInt8>, count: Int) throws(JSONError) {
+        var n = count
         let limit = options.limits.maxTotalBytes
         let overLimit = n > limit - chunkStart
         if overLimit { n = max(0, limit - chunkStart) }
-        let base = raw.assumingMemoryBound(to: UInt8.self)
         chunkBase = base
         chunkCount = n
         defer { chunkBase = nil }
@@ -118,6 +187,7 @@ public final class JSONStreamParser {
             let scanFailure = scanner.scan(base, count: n, start: chunkStart)
             let safe = scanFailure?.detectedAt ?? n
             if safe > 0 {
+                countRead(safe)
                 let status = yajl_parse(yajl, base, safe)
                 if status != yajl_status_ok { throw fail(yajlFailure(status)) }
             }
@@ -139,6 +209,7 @@ public final class JSONStreamParser {
     public func finish() throws(JSONError) {
         if let failure { throw failure }
         if finished { throw JSONError(.misuse, "finish called twice") }
+        if !held.isEmpty { try feedHeld() }
         finishing = true
         // libyajl accepts an unterminated string or comment after a complete value.
         if scanner.inString {
@@ -163,6 +234,13 @@ public final class JSONStreamParser {
             throw fail(locate(JSONError(.truncated, "empty input: expected a JSON value"), at: chunkStart))
         }
         finished = true
+    }
+
+    /// Counts the `n` bytes about to be handed to libyajl, and the buffered start of the token
+    /// going on, which libyajl reads again.
+    @inline(__always)
+    private func countRead(_ n: Int) {
+        bytesReadByYAJL &+= n &+ (pendingStart.map { chunkStart - $0 } ?? 0)
     }
 
     private func fail(_ error: JSONError) -> JSONError {
@@ -201,6 +279,7 @@ public final class JSONStreamParser {
         }
         let afterHead = scanner.lines
         let eventsBefore = eventCount
+        countRead(n)
         let status = yajl_parse(yajl, base, n)
         if status != yajl_status_ok {
             throw fail(failureAfterFastParse(status, base, count: n, atChunkStart: atChunkStart))

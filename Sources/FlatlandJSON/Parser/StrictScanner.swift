@@ -421,6 +421,39 @@ struct StrictScanner {
         return JSONLocation(offset: quote, line: lines.line, column: quote - lines.lineStart - extra + 1)
     }
 
+    /// Whether libyajl accepts `count` bytes of string content that follow this state, which
+    /// must be inside a string: no control character and only valid escapes (libyajl checks
+    /// those, not the states).
+    func libyajlAcceptsStringContent(_ base: UnsafePointer<UInt8>, count n: Int) -> Bool {
+        // 0: plain content, 1: after a backslash, 2 ... 5: that many hex digits still to come.
+        var state: Int
+        switch mode {
+        case .escape, .afterHighEscape: state = 1
+        case .unicode: state = 1 + 4 - hexCount
+        default: state = 0
+        }
+        for i in 0..<n {
+            let b = base[i]
+            if b < 0x20 { return false }
+            switch state {
+            case 0:
+                if b == UInt8(ascii: "\\") { state = 1 }
+            case 1:
+                switch b {
+                case UInt8(ascii: "u"): state = 5
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    state = 0
+                default: return false
+                }
+            default:
+                guard Self.hexDigit(b) != nil else { return false }
+                state = state == 2 ? 0 : state - 1
+            }
+        }
+        return true
+    }
+
     /// Whether the scanner is inside a string (between its quotes).
     var inString: Bool {
         switch mode {

@@ -73,50 +73,102 @@ public enum JSONValue: Hashable, Sendable {
 
 /// The members of a JSON object in document order. Lookup by key returns the last member with
 /// that key; iteration and writing keep every member.
+///
+/// Setting by key takes constant time on average: past 16 members, the first change by key
+/// builds an index from each key to its last member, and later changes keep it up to date;
+/// lookup by key uses it too. Until then (a parsed object, say) lookup searches the members.
+/// Changing ``members`` directly drops the index, and so does setting a key to nil, which takes
+/// time linear in the number of members; the next change by key builds it again.
 public struct JSONObject: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    private var storage: [(key: String, value: JSONValue)]
+    /// The position of the last member with each key, for every member; empty when not built
+    /// (always so below ``indexThreshold`` members, where a search is cheaper than hashing).
+    private var index: [String: Int] = [:]
+
+    /// The fewest members for which changes by key build the index.
+    static let indexThreshold = 16
+
     /// The members, in order.
-    public var members: [(key: String, value: JSONValue)]
+    public var members: [(key: String, value: JSONValue)] {
+        get { storage }
+        set {
+            storage = newValue
+            index = [:]
+        }
+        _modify {
+            // Anything may change: the index is built again when next needed.
+            index = [:]
+            yield &storage
+        }
+    }
 
     /// An object with these members, in this order.
-    public init(_ members: [(key: String, value: JSONValue)] = []) { self.members = members }
+    public init(_ members: [(key: String, value: JSONValue)] = []) { storage = members }
 
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        members = elements.map { (key: $0.0, value: $0.1) }
+        storage = elements.map { (key: $0.0, value: $0.1) }
     }
 
     /// The number of members.
-    public var count: Int { members.count }
+    public var count: Int { storage.count }
 
     /// The keys, in order.
-    public var keys: [String] { members.map(\.key) }
+    public var keys: [String] { storage.map(\.key) }
 
     /// The last member named `key`; setting replaces it in place, or appends a new member;
     /// setting nil removes every member with that key.
     public subscript(key: String) -> JSONValue? {
-        get { members.last { $0.key == key }?.value }
+        get {
+            // Below the threshold there is never an index: no need to look at it.
+            if storage.count >= Self.indexThreshold, !index.isEmpty { return index[key].map { storage[$0].value } }
+            return storage.last { $0.key == key }?.value
+        }
         set {
-            if let newValue {
-                if let i = members.lastIndex(where: { $0.key == key }) {
-                    members[i].value = newValue
+            guard let newValue else {
+                storage.removeAll { $0.key == key }
+                index = [:]
+                return
+            }
+            if storage.count < Self.indexThreshold {
+                if let i = storage.lastIndex(where: { $0.key == key }) {
+                    storage[i].value = newValue
                 } else {
-                    members.append((key: key, value: newValue))
+                    storage.append((key: key, value: newValue))
                 }
+                return
+            }
+            if index.isEmpty { buildIndex() }
+            if let i = index[key] {
+                storage[i].value = newValue
             } else {
-                members.removeAll { $0.key == key }
+                index[key] = storage.count
+                storage.append((key: key, value: newValue))
             }
         }
     }
 
-    public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> { members.makeIterator() }
+    /// Appends a member, even when its key is already there (as a parsed duplicate).
+    mutating func append(key: String, value: JSONValue) {
+        if !index.isEmpty { index[key] = storage.count }
+        storage.append((key: key, value: value))
+    }
+
+    private mutating func buildIndex() {
+        var built = [String: Int](minimumCapacity: storage.count)
+        for (i, member) in storage.enumerated() { built[member.key] = i }
+        index = built
+    }
+
+    public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> { storage.makeIterator() }
 
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        lhs.members.count == rhs.members.count
-            && zip(lhs.members, rhs.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        lhs.storage.count == rhs.storage.count
+            && zip(lhs.storage, rhs.storage).allSatisfy { $0.key == $1.key && $0.value == $1.value }
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(members.count)
-        for m in members {
+        hasher.combine(storage.count)
+        for m in storage {
             hasher.combine(m.key)
             hasher.combine(m.value)
         }
@@ -162,7 +214,7 @@ public final class JSONValueBuilder: JSONEventHandler {
             items.append(value)
             stack.append(.array(items))
         case .object(var object, let key):
-            object.members.append((key: key ?? "", value: value))
+            object.append(key: key ?? "", value: value)
             stack.append(.object(object, pendingKey: nil))
         }
     }
