@@ -65,7 +65,16 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
 
     func receive(head: HTTPResponseHead) throws {
         lock.withLock { _ in
-            if head.isSuccess && head.status != 204 { ingestor = makeIngestor() }
+            guard head.isSuccess && head.status != 204 else { return }
+            let made = makeIngestor()
+            // A page's place from its headers (a bare array with a Link header), where the caller
+            // has not said it in the request's IngestOptions.page.
+            let fromHeaders = PageHeaders.context(head.headers)
+            var context = made.pageContext
+            if context.nextLink == nil { context.nextLink = fromHeaders.nextLink }
+            if context.total == nil { context.total = fromHeaders.total }
+            if context != made.pageContext { made.pageContext = context }
+            ingestor = made
         }
     }
 
