@@ -22,7 +22,7 @@ import GRDB
 /// (A FlatlandHTTP `Session` does this for you: give it
 /// ``SQLitePersistence/sessionStorage(in:options:)``.)
 ///
-/// The file is in WAL mode: one writer (the store, under its lock) and concurrent readers
+/// The file is in WAL mode: one writer (the store's commit, one at a time) and concurrent readers
 /// (snapshots). A file is opened once per process; opening it again throws
 /// ``SQLiteStoreError/Code-swift.struct/alreadyOpen``. Give a persistence to one store only: the
 /// store's cache assumes it is the only writer.
