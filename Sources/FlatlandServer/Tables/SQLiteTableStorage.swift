@@ -33,20 +33,21 @@ final class SQLiteTableStorage: TableStorage {
     private func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(TableStorageError)
         -> T
     {
-        do {
-            return try await writer.write(body)
-        } catch let error as TableStorageError {
-            throw error
-        } catch {
-            throw TableStorageError(code: .storage, message: "the tables' database failed: \(error)")
-        }
+        try await access(writing: true, body)
     }
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(TableStorageError)
         -> T
     {
+        try await access(writing: false, body)
+    }
+
+    /// Runs `body` in a write transaction or a read, with every error a ``TableStorageError``.
+    private func access<T: Sendable>(writing: Bool, _ body: @escaping @Sendable (Database) throws -> T)
+        async throws(TableStorageError) -> T
+    {
         do {
-            return try await writer.read(body)
+            return writing ? try await writer.write(body) : try await writer.read(body)
         } catch let error as TableStorageError {
             throw error
         } catch {
