@@ -45,8 +45,55 @@ public struct IngestOptions: Sendable {
     /// object's position allows is worked out when the object opens, and one without a type key
     /// decides at its id. Tests and the fuzzer turn it off to compare with the general way.
     @_spi(Testing) public var allowsRuleFastPath = true
-    /// How a page of this endpoint is wrapped (see ``Envelope``). Default: ``Envelope/default``.
+    /// How a page is wrapped (see ``Envelope``) at endpoints ``endpointEnvelopes`` says nothing
+    /// of. Default: ``Envelope/default``.
     public var envelope: Envelope
+    /// The envelopes of particular endpoints, declared once for a session or backend
+    /// (`Backend.Configuration.ingestOptions`): the one whose path prefix is the longest to match
+    /// a response's path wins (``envelope(forEndpoint:)``).
+    ///
+    /// ```swift
+    /// options.endpointEnvelopes = [
+    ///     EndpointEnvelope("/tables", .datasync),          // /tables/todoitem, /tables/x/y…
+    ///     EndpointEnvelope("/search/issues", .cursor(items: "items", next: "next")),
+    /// ]
+    /// ```
+    public var endpointEnvelopes: [EndpointEnvelope] = []
+
+    /// One endpoint's envelope: every path equal to ``pathPrefix`` or below it (`/tables` covers
+    /// `/tables/todoitem` and `/tables?x=1`, not `/tablesx`).
+    public struct EndpointEnvelope: Sendable, Hashable {
+        /// The path the endpoints start with, without a query.
+        public var pathPrefix: String
+        /// Their envelope.
+        public var envelope: Envelope
+
+        /// A declaration.
+        public init(_ pathPrefix: String, _ envelope: Envelope) {
+            self.pathPrefix = pathPrefix
+            self.envelope = envelope
+        }
+
+        /// Whether `path` (no query) is this prefix's or below it.
+        func covers(_ path: Substring) -> Bool {
+            let prefix = pathPrefix.hasSuffix("/") ? Substring(pathPrefix.dropLast()) : Substring(pathPrefix)
+            guard path.hasPrefix(prefix) else { return false }
+            let rest = path.dropFirst(prefix.count)
+            return rest.isEmpty || rest.first == "/"
+        }
+    }
+
+    /// The envelope of the endpoint `pathAndQuery`: the declared one whose path prefix is the
+    /// longest to cover its path, else ``envelope``.
+    public func envelope(forEndpoint pathAndQuery: String?) -> Envelope {
+        guard let pathAndQuery, !endpointEnvelopes.isEmpty else { return envelope }
+        let path = pathAndQuery.prefix { $0 != "?" && $0 != "#" }
+        var best: EndpointEnvelope?
+        for declared in endpointEnvelopes where declared.covers(path) {
+            if best.map({ declared.pathPrefix.count > $0.pathPrefix.count }) ?? true { best = declared }
+        }
+        return best?.envelope ?? envelope
+    }
     /// What the caller knows of this response's page from outside its body.
     public var page: PageContext
 

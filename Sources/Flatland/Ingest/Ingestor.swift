@@ -98,8 +98,11 @@ public final class Ingestor {
     /// compared, no condition judges each object and a bad entity fails the whole response.
     let mergeInPlace: Bool
 
-    init(context: IngestContext, endpoint rawEndpoint: String?, taskID: String?, options: IngestOptions) {
+    init(context: IngestContext, endpoint rawEndpoint: String?, taskID: String?, options given: IngestOptions) {
         self.context = context
+        // The envelope declared for this endpoint, if one is, stands for the default one.
+        var options = given
+        options.envelope = given.envelope(forEndpoint: rawEndpoint)
         self.options = options
         let endpoint = rawEndpoint.map { Endpoint.nonFielded($0, ignoring: options.ignoredParameters) }
         self.endpoint = endpoint
