@@ -13,6 +13,8 @@ struct ServeCommand: AsyncParsableCommand {
             Emails and push tokens are shown only to their owner; writes to a user need that user's
             token (POST /session registers one, PUT /session confirms it). Timeouts, the connection
             cap and the bound on unconfirmed registrations keep it alive under hostile clients.
+            Beside it, the table protocol (Azure Mobile Apps v2, Datasync v3, Mobile Services v1 when
+            asked) at /tables/{name}: curl -H 'ZUMO-API-VERSION: 2.0.0' http://127.0.0.1:8080/tables/todoitem
             """
     )
 
@@ -43,6 +45,31 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds a registration may wait for its PUT /session before it expires.")
     var pendingSessionLifetime = 600.0
 
+    @Option(help: "The tables served at /tables/{name}, comma-separated (free-form JSON rows, soft delete).")
+    var tables = "todoitem"
+
+    @Option(help: "The SQLite file the tables' rows live in (in memory when absent).")
+    var tablesDb: String?
+
+    @Option(help: "The table protocol versions served at once, comma-separated: v1, v2, v3.")
+    var tableProtocols = "v2,v3"
+
+    /// The table names `--tables` gives.
+    var tableNames: [String] {
+        tables.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
+    /// The versions `--table-protocols` gives, or nil when one is unknown.
+    var protocolVersions: Set<TableProtocolVersion>? {
+        var versions = Set<TableProtocolVersion>()
+        for word in tableProtocols.split(separator: ",") {
+            guard let version = TableProtocolVersion(rawValue: word.trimmingCharacters(in: .whitespaces).lowercased())
+            else { return nil }
+            versions.insert(version)
+        }
+        return versions.isEmpty ? nil : versions
+    }
+
     func validate() throws {
         for (name, seconds) in [
             ("--header-timeout", headerTimeout), ("--idle-timeout", idleTimeout),
@@ -55,6 +82,16 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--max-pending-sessions must be positive")
         }
         guard users >= 0 else { throw ValidationError("--users must not be negative") }
+        guard !tableNames.isEmpty else { throw ValidationError("--tables needs at least one table name") }
+        for name in tableNames where !TableDefinition.isValidName(name) {
+            throw ValidationError("--tables: '\(name)' is not a table name (1 to 64 letters, digits, _ or -)")
+        }
+        guard Set(tableNames.map { $0.lowercased() }).count == tableNames.count else {
+            throw ValidationError("--tables names a table twice")
+        }
+        guard protocolVersions != nil else {
+            throw ValidationError("--table-protocols takes a comma list of v1, v2 and v3, not '\(tableProtocols)'")
+        }
     }
 
     func run() async throws {
@@ -65,7 +102,10 @@ struct ServeCommand: AsyncParsableCommand {
             pendingSessionLifetime: .milliseconds(Int64(pendingSessionLifetime * 1000)))
         let server = SampleServer(
             configuration: .init(
-                host: host, port: port, population: .init(users: users, seed: seed), limits: limits))
+                host: host, port: port, population: .init(users: users, seed: seed), limits: limits,
+                tables: TableServing(
+                    tables: tableNames.map { TableDefinition(name: $0) }, databasePath: tablesDb,
+                    protocols: protocolVersions ?? [.v2, .v3])))
         let counts = "\(server.state.userIDs.count) users, \(server.state.deviceIDs.count) devices"
         let host = self.host
         try await server.run { port in

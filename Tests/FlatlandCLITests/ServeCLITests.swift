@@ -29,3 +29,23 @@ struct ServeCLITests {
         #expect(run.stderr.contains(option[0]))
     }
 }
+
+@Suite("flatland serve: the table options")
+struct ServeTableOptionTests {
+    @Test(
+        "a bad table option is a usage error",
+        arguments: [
+            ["--tables", "a/b"], ["--tables", "x,X"], ["--tables", ""], ["--table-protocols", "v4"],
+            ["--table-protocols", ""],
+        ])
+    func badTableOptions(_ option: [String]) throws {
+        let run = try CLI.run(["serve", "--port", "0"] + option)
+        #expect(run.status == 2)
+        #expect(run.stderr.contains(option[0]))
+    }
+
+    @Test func theTableOptionsAreDocumented() throws {
+        let help = try CLI.run(["serve", "--help"])
+        for option in ["--tables", "--tables-db", "--table-protocols"] { #expect(help.stdout.contains(option)) }
+    }
+}

@@ -11,6 +11,8 @@ struct SampleAPI: Sendable {
     let knobs: ServerKnobs
     let maxPageSize: Int
     let limits: SampleServer.Limits
+    /// The `/tables` routes, once the server has opened their storage.
+    let tables: TableHost
 
     struct Reply {
         var status: Int
@@ -43,7 +45,15 @@ struct SampleAPI: Sendable {
             }
             var query: [String: String] = [:]
             for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
-            reply = route(method: method, path: path, query: query, headers: headers, body: body)
+            if let tableAPI = tables.api,
+                let tableReply = await tableAPI.respond(
+                    method: method, path: path, query: query, headers: headers, body: body,
+                    baseURL: "http://" + (request.head.authority ?? headers["host"] ?? "127.0.0.1"))
+            {
+                reply = tableReply
+            } else {
+                reply = route(method: method, path: path, query: query, headers: headers, body: body)
+            }
         }
         return makeResponse(reply, plan: plan)
     }
@@ -55,7 +65,7 @@ struct SampleAPI: Sendable {
             switch name {
             case "ETag": fields[.eTag] = value
             case "Retry-After": fields[.retryAfter] = value
-            default: break
+            default: if let field = HTTPFields.Element.Name(name) { fields[field] = value }
             }
         }
         let status = HTTPResponse.Status(code: reply.status)

@@ -74,17 +74,20 @@ public final class SampleServer: Sendable {
         public var maxPageSize: Int
         /// Timeouts, the connection cap and the bound on unconfirmed sessions.
         public var limits: Limits
+        /// The tables served at `/tables/{name}` (a `todoitem` table, in memory, by default).
+        public var tables: TableServing
 
         /// A configuration; every argument has a default.
         public init(
             host: String = "127.0.0.1", port: Int = 0, population: SampleState.Population = .init(),
-            maxPageSize: Int = 100_000, limits: Limits = Limits()
+            maxPageSize: Int = 100_000, limits: Limits = Limits(), tables: TableServing = TableServing()
         ) {
             self.host = host
             self.port = port
             self.population = population
             self.maxPageSize = maxPageSize
             self.limits = limits
+            self.tables = tables
         }
     }
 
@@ -110,7 +113,8 @@ public final class SampleServer: Sendable {
         state = SampleState(population: configuration.population)
         knobs = ServerKnobs(trackedPaths: configuration.limits.trackedPaths)
         api = SampleAPI(
-            state: state, knobs: knobs, maxPageSize: configuration.maxPageSize, limits: configuration.limits)
+            state: state, knobs: knobs, maxPageSize: configuration.maxPageSize, limits: configuration.limits,
+            tables: TableHost())
         connections = ConnectionCounter(limit: configuration.limits.maxConnections)
     }
 
@@ -150,7 +154,10 @@ public final class SampleServer: Sendable {
     }
 
     /// Starts serving in the background and returns the bound port.
+    ///
+    /// - Throws: when the tables' database cannot be opened, or the port cannot be bound.
     public func start() async throws -> Int {
+        try await api.tables.open(configuration.tables)
         let started = NIOLockedValueBox<CheckedContinuation<Int, any Error>?>(nil)
         return try await withCheckedThrowingContinuation { continuation in
             started.withLockedValue { $0 = continuation }
@@ -198,6 +205,7 @@ public final class SampleServer: Sendable {
 
     /// Serves in the foreground until SIGINT or SIGTERM; `onStart` gets the bound port.
     public func run(onStart: @escaping @Sendable (Int) -> Void) async throws {
+        try await api.tables.open(configuration.tables)
         let app = makeApplication { [running] port in
             running.withLockedValue { $0.port = port }
             onStart(port)

@@ -85,9 +85,15 @@ struct TableRow: Sendable, Equatable {
     }
 }
 
+/// A version of the table protocol the server speaks: v1 (Azure Mobile Services), v2 (Azure
+/// Mobile Apps), v3 (Datasync).
+public enum TableProtocolVersion: String, Sendable, Hashable, CaseIterable {
+    case v1, v2, v3
+}
+
 /// The protocol version of one request, and what it asked for.
 struct TableWire: Sendable, Equatable {
-    enum Version: Sendable, Equatable { case v1, v2, v3 }
+    typealias Version = TableProtocolVersion
     enum SystemProperty: Sendable, Equatable, CaseIterable {
         case createdAt, updatedAt, version, deleted
         func name(_ version: Version) -> String {

@@ -1,0 +1,104 @@
+import FlatlandJSON
+import FlatlandServer
+import Foundation
+import Testing
+
+/// The table routes served over loopback, beside the seed's API.
+@Suite("Tables served over loopback")
+struct TableServerTests {
+    private let v2 = ["ZUMO-API-VERSION": "2.0.0"]
+
+    @Test func insertReadPageAndFilterOverHTTP() async throws {
+        try await withServer { _, port in
+            let created = try await request(
+                port: port, "POST", "/tables/todoitem", body: #"{"id":"a","text":"milk"}"#, headers: v2)
+            #expect(created.status == 201)
+            let etag = try #require(created.headers["etag"])
+            #expect(created.headers["location"] == "http://127.0.0.1:\(port)/tables/todoitem/a")
+            let version = try #require(created.json?["version"]?.stringValue)
+            #expect(etag == "\"\(version)\"")
+            let updatedAt = try #require(created.json?["updatedAt"]?.stringValue)
+
+            // A stale If-Match: 412 with the current row.
+            _ = try await request(
+                port: port, "PATCH", "/tables/todoitem/a", body: #"{"text":"oat milk"}"#,
+                headers: v2.merging(["If-Match": etag]) { $1 })
+            let stale = try await request(
+                port: port, "PATCH", "/tables/todoitem/a", body: #"{"text":"soy"}"#,
+                headers: v2.merging(["If-Match": etag]) { $1 })
+            #expect(stale.status == 412)
+            #expect(stale.json?["text"] == .string("oat milk"))
+
+            // A date filter with an offset's + as %2B and spaces as %20, as the .NET client sends it.
+            let since = updatedAt.replacingOccurrences(of: "Z", with: "")
+            let filter = "(updatedAt%20ge%20datetimeoffset'\(since)%2B00:00')"
+            let filtered = try await request(
+                port: port, "GET",
+                "/tables/todoitem?$filter=\(filter)&$orderby=updatedAt&$skip=0&$top=50&__includeDeleted=true",
+                headers: v2)
+            #expect(filtered.status == 200)
+            guard case .array(let rows)? = filtered.json else {
+                Issue.record("not an array: \(String(decoding: filtered.body, as: UTF8.self))")
+                return
+            }
+            #expect(rows.compactMap { $0["id"]?.stringValue } == ["a"])
+        }
+    }
+
+    @Test func aFullPageLinksToTheNextWithAnAbsoluteURLOnThisServer() async throws {
+        try await withServer { _, port in
+            for i in 0..<55 {
+                _ = try await request(port: port, "POST", "/tables/todoitem", body: #"{"id":"r\#(i)"}"#, headers: v2)
+            }
+            let first = try await request(port: port, "GET", "/tables/todoitem?$orderby=id", headers: v2)
+            let link = try #require(first.headers["link"])
+            #expect(link.hasPrefix("<http://127.0.0.1:\(port)/tables/todoitem?"))
+            #expect(link.hasSuffix(">; rel=next"))
+            let next = String(link.dropFirst("<http://127.0.0.1:\(port)".count).prefix { $0 != ">" })
+            let second = try await request(port: port, "GET", next, headers: v2)
+            guard case .array(let rest)? = second.json, case .array(let page)? = first.json else {
+                Issue.record("not arrays")
+                return
+            }
+            #expect(page.count + rest.count == 55)
+            #expect(second.headers["link"] == nil)
+
+            let v3 = try await request(
+                port: port, "GET", "/tables/todoitem?$count=true", headers: ["ZUMO-API-VERSION": "3.0.0"])
+            #expect(v3.json?["count"] == .number(JSONNumber(55)))
+            #expect(v3.json?["nextLink"]?.stringValue?.hasPrefix("http://127.0.0.1:\(port)/tables/todoitem?") == true)
+        }
+    }
+
+    @Test func theProtocolsServedAreChosenAtStart() async throws {
+        let tables = TableServing(tables: [TableDefinition(name: "notes")], protocols: [.v1, .v2])
+        try await withServer(.init(population: .init(users: 1), tables: tables)) { _, port in
+            #expect(try await request(port: port, "GET", "/tables/notes").status == 200)
+            #expect(try await request(port: port, "GET", "/tables/notes", headers: v2).status == 200)
+            let v3 = try await request(port: port, "GET", "/tables/notes", headers: ["ZUMO-API-VERSION": "3.0.0"])
+            #expect(v3.status == 400)
+            #expect(try await request(port: port, "GET", "/tables/todoitem", headers: v2).status == 404)
+        }
+        try await withServer { _, port in
+            let missing = try await request(port: port, "GET", "/tables/todoitem")
+            #expect(missing.status == 400)
+            #expect(String(decoding: missing.body, as: UTF8.self).contains("ZUMO-API-VERSION"))
+        }
+    }
+
+    @Test func rowsKeptInAFileOutliveTheServer() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tables-\(UUID().uuidString).sqlite")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let tables = TableServing(databasePath: path)
+        try await withServer(.init(population: .init(users: 1), tables: tables)) { _, port in
+            let created = try await request(
+                port: port, "POST", "/tables/todoitem", body: #"{"id":"kept"}"#, headers: v2)
+            #expect(created.status == 201)
+        }
+        try await withServer(.init(population: .init(users: 1), tables: tables)) { _, port in
+            let kept = try await request(port: port, "GET", "/tables/todoitem/kept", headers: v2)
+            #expect(kept.status == 200)
+        }
+    }
+}
