@@ -103,6 +103,7 @@ import Testing
         #expect(deleted.status == 200)
         #expect(try json(deleted)["deleted"] == .bool(true))
         #expect(await c.send("GET", "/tables/todoitem/\(id)").status == 404)
+        #expect(await c.send("DELETE", "/tables/todoitem/\(id)").status == 404)
         #expect(await c.send("GET", "/tables/todoitem/\(id)?__includeDeleted=true").status == 200)
         let undeleted = await c.send("POST", "/tables/todoitem/\(id)", headers: ["if-match": header(deleted, "ETag")!])
         #expect(undeleted.status == 200)
@@ -122,6 +123,7 @@ import Testing
         #expect(await c.send("DELETE", "/tables/todoitem/a").status == 204)
         #expect(await c.send("GET", "/tables/todoitem/a").status == 410)
         #expect(await c.send("DELETE", "/tables/todoitem/a").status == 410)
+        #expect(await c.send("PATCH", "/tables/todoitem/a", #"{"text":"x"}"#).status == 410)
     }
 
     @Test func pagesFollowTheirNextLinksToEveryRowOnce() async throws {

@@ -49,7 +49,8 @@ import Testing
         var last = try await s.insert("todoitem", id: "a", fields: try fields(#"{"n":0}"#))
         for n in 1...20 {
             let row = try await s.update(
-                "todoitem", id: "a", fields: try fields(#"{"n":\#(n)}"#), replace: false, expectedVersion: nil)
+                "todoitem", id: "a", fields: try fields(#"{"n":\#(n)}"#), replace: false, expectedVersion: nil,
+                allowDeleted: true)
             #expect(row.updatedAt > last.updatedAt)
             #expect(row.version != last.version)
             #expect(row.createdAt == last.createdAt)
@@ -62,10 +63,11 @@ import Testing
         _ = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk","complete":false}"#))
         let merged = try await s.update(
             "todoitem", id: "a", fields: try fields(#"{"complete":true,"due":null}"#), replace: false,
-            expectedVersion: nil)
+            expectedVersion: nil, allowDeleted: true)
         #expect(JSONValue.object(merged.fields).jsonString() == #"{"text":"milk","complete":true,"due":null}"#)
         let replaced = try await s.update(
-            "todoitem", id: "a", fields: try fields(#"{"text":"bread"}"#), replace: true, expectedVersion: nil)
+            "todoitem", id: "a", fields: try fields(#"{"text":"bread"}"#), replace: true, expectedVersion: nil,
+            allowDeleted: true)
         #expect(JSONValue.object(replaced.fields).jsonString() == #"{"text":"bread"}"#)
     }
 
@@ -74,11 +76,11 @@ import Testing
         let first = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
         let second = try await s.update(
             "todoitem", id: "a", fields: try fields(#"{"text":"oat milk"}"#), replace: false,
-            expectedVersion: first.version)
+            expectedVersion: first.version, allowDeleted: true)
         await #expect {
             _ = try await s.update(
                 "todoitem", id: "a", fields: try fields(#"{"text":"soy"}"#), replace: false,
-                expectedVersion: first.version)
+                expectedVersion: first.version, allowDeleted: true)
         } throws: { error in
             let e = error as? TableStorageError
             return e?.code == .versionMismatch && e?.current == second
@@ -110,6 +112,14 @@ import Testing
         #expect(visible.rows.map(\.id) == ["b"])
         let all = try await s.query("todoitem", TableRowQuery(top: 50, includeDeleted: true), wire: .v2)
         #expect(all.rows.map(\.id) == ["a", "b"])
+        await #expect {
+            _ = try await s.delete("todoitem", id: "a", soft: true, expectedVersion: nil)
+        } throws: { ($0 as? TableStorageError)?.code == .deleted }
+        await #expect {
+            _ = try await s.update(
+                "todoitem", id: "a", fields: try fields("{}"), replace: false, expectedVersion: nil, allowDeleted: false
+            )
+        } throws: { ($0 as? TableStorageError)?.code == .deleted }
         let back = try await s.undelete("todoitem", id: "a", expectedVersion: deleted.version)
         #expect(!back.deleted)
         #expect(back.updatedAt > deleted.updatedAt)

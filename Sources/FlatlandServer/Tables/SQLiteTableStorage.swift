@@ -139,10 +139,14 @@ final class SQLiteTableStorage: TableStorage {
     }
 
     /// Loads the row a write is about, checking that it exists and has the expected version.
-    private static func current(_ db: Database, _ table: String, id: String, expectedVersion: Int64?) throws -> TableRow
-    {
+    private static func current(
+        _ db: Database, _ table: String, id: String, expectedVersion: Int64?, allowDeleted: Bool = true
+    ) throws -> TableRow {
         guard let row = try fetch(db, table, id: id) else {
             throw TableStorageError(code: .notFound, message: "The item does not exist")
+        }
+        if row.deleted, !allowDeleted {
+            throw TableStorageError(code: .deleted, message: "The item is deleted", current: row)
         }
         if let expectedVersion, expectedVersion != row.version {
             throw TableStorageError(
@@ -151,11 +155,12 @@ final class SQLiteTableStorage: TableStorage {
         return row
     }
 
-    func update(_ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?)
-        async throws(TableStorageError) -> TableRow
-    {
+    func update(
+        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool
+    ) async throws(TableStorageError) -> TableRow {
         try await run { db in
-            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion)
+            var row = try Self.current(
+                db, table, id: id, expectedVersion: expectedVersion, allowDeleted: allowDeleted)
             if replace {
                 row.fields = fields
             } else {
@@ -177,7 +182,7 @@ final class SQLiteTableStorage: TableStorage {
         -> TableRow
     {
         try await run { db in
-            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion)
+            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion, allowDeleted: false)
             if soft {
                 row.deleted = true
                 (row.updatedAt, row.version) = try self.tick(db)

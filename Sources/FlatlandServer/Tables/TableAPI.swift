@@ -157,6 +157,10 @@ struct TableRequest {
     private func failure(_ error: TableStorageError) -> Reply {
         switch error.code {
         case .notFound: return TableAPI.error(404, "The item does not exist")
+        case .deleted:
+            // Datasync answers a soft-deleted row with 410; the v1 and v2 servers with 404.
+            return wire.version == .v3
+                ? TableAPI.error(410, "The item is deleted") : TableAPI.error(404, "The item does not exist")
         case .badQuery: return TableAPI.error(400, error.message)
         case .exists, .versionMismatch:
             guard let current = error.current else { return TableAPI.error(409, error.message) }
@@ -276,13 +280,9 @@ struct TableRequest {
         }
         let expected = expectation(bodyVersion: parsed.version)
         do {
-            if let row = try await storage.row(table.name, id: id), row.deleted, !includeDeleted,
-                wire.version == .v3
-            {
-                return TableAPI.error(410, "The item is deleted")
-            }
             let row = try await storage.update(
-                table.name, id: id, fields: parsed.fields, replace: replace, expectedVersion: expected.version)
+                table.name, id: id, fields: parsed.fields, replace: replace, expectedVersion: expected.version,
+                allowDeleted: wire.version != .v3 || includeDeleted)
             return rowReply(row)
         } catch {
             return conditional(expected.fromHeader, error)
@@ -292,10 +292,6 @@ struct TableRequest {
     func delete(_ id: String) async -> Reply {
         let expected = expectation(bodyVersion: nil)
         do {
-            if let row = try await storage.row(table.name, id: id), row.deleted {
-                return wire.version == .v3
-                    ? TableAPI.error(410, "The item is deleted") : TableAPI.error(404, "The item does not exist")
-            }
             let row = try await storage.delete(
                 table.name, id: id, soft: table.softDelete, expectedVersion: expected.version)
             return wire.version == .v3 ? Reply(status: 204) : rowReply(row)

@@ -1,5 +1,6 @@
 import Flatland
 import FlatlandJSON
+import Foundation
 
 /// A table the server serves at `/tables/{name}`.
 public struct TableDefinition: Sendable, Hashable {
@@ -46,12 +47,12 @@ struct TableRow: Sendable, Equatable {
     static func versionString(_ version: Int64) -> String {
         var bytes: [UInt8] = []
         for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: version >> shift)) }
-        return base64(bytes)
+        return Data(bytes).base64EncodedString()
     }
 
     /// The counter a version string names, or nil when it names none.
     static func version(from text: String) -> Int64? {
-        guard let bytes = unbase64(text), bytes.count == 8 else { return nil }
+        guard let bytes = Data(base64Encoded: text), bytes.count == 8 else { return nil }
         return bytes.reduce(Int64(0)) { $0 << 8 | Int64($1) }
     }
 
@@ -120,48 +121,4 @@ struct TableWire: Sendable, Equatable {
     func systemProperty(named name: String) -> SystemProperty? {
         SystemProperty.allCases.first { $0.name(version) == name && (version != .v3 || $0 != .createdAt) }
     }
-}
-
-private let base64Alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-func base64(_ bytes: [UInt8]) -> String {
-    var out: [UInt8] = []
-    var i = 0
-    while i < bytes.count {
-        let n = min(3, bytes.count - i)
-        var chunk: UInt32 = 0
-        for k in 0..<3 { chunk = chunk << 8 | UInt32(k < n ? bytes[i + k] : 0) }
-        for k in 0..<4 {
-            out.append(k <= n ? base64Alphabet[Int(chunk >> UInt32(18 - 6 * k) & 63)] : UInt8(ascii: "="))
-        }
-        i += 3
-    }
-    return String(decoding: out, as: UTF8.self)
-}
-
-func unbase64(_ text: String) -> [UInt8]? {
-    let bytes = Array(text.utf8)
-    guard bytes.count % 4 == 0 else { return nil }
-    var out: [UInt8] = []
-    var i = 0
-    while i < bytes.count {
-        var chunk: UInt32 = 0
-        var pad = 0
-        for k in 0..<4 {
-            let c = bytes[i + k]
-            let v: UInt32
-            if c == UInt8(ascii: "=") {
-                guard i + 4 == bytes.count, k >= 2 else { return nil }
-                pad += 1
-                v = 0
-            } else {
-                guard pad == 0, let index = base64Alphabet.firstIndex(of: c) else { return nil }
-                v = UInt32(index)
-            }
-            chunk = chunk << 6 | v
-        }
-        for k in 0..<(3 - pad) { out.append(UInt8(truncatingIfNeeded: chunk >> UInt32(16 - 8 * k))) }
-        i += 4
-    }
-    return out
 }

@@ -19,6 +19,8 @@ struct TableStorageError: Error, Sendable, CustomStringConvertible {
         case exists
         /// A write whose expected version is not the row's; `current` is the row.
         case versionMismatch
+        /// A write to a soft-deleted row where deleted rows are not written; `current` is the row.
+        case deleted
         /// A filter or order that cannot be run against the table.
         case badQuery
         /// The database failed.
@@ -45,9 +47,12 @@ protocol TableStorage: Sendable {
     func row(_ table: String, id: String) async throws(TableStorageError) -> TableRow?
     /// Writes fields into a row: merged (PATCH) or replacing them (PUT). With an expected version,
     /// fails with ``TableStorageError/Code/versionMismatch`` unless it is the row's.
-    func update(_ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?)
-        async throws(TableStorageError) -> TableRow
-    /// Deletes a row: marks it deleted (soft) or removes it. Returns the row as it ends.
+    /// With `allowDeleted` false, a soft-deleted row fails with ``TableStorageError/Code/deleted``.
+    func update(
+        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool
+    ) async throws(TableStorageError) -> TableRow
+    /// Deletes a row: marks it deleted (soft) or removes it. Returns the row as it ends. A row
+    /// already soft-deleted fails with ``TableStorageError/Code/deleted``.
     func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?) async throws(TableStorageError)
         -> TableRow
     /// Clears a row's `deleted` mark.
