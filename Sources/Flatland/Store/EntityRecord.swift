@@ -65,10 +65,16 @@ extension Entity {
         writer.beginObject()
         writer.key(idKey)
         writer.string(id.rawValue)
+        writeFields(to: &writer, only: keys)
+        writer.endObject()
+    }
+
+    /// Writes every declared field (or only those in `only`) as members of an object the caller
+    /// has begun: for bodies whose id is written another way (a table row's server id, say).
+    public func writeFields(to writer: inout JSONWriter, only keys: [String]? = nil) {
         for field in Self.fields where keys?.contains(field.key) ?? true {
             writer.key(field.key)
             field.encode(self, &writer)
         }
-        writer.endObject()
     }
 }

@@ -76,9 +76,16 @@ public final class Backend: Sendable {
     /// an optional body. The task starts at once; await ``HTTPTask/value`` for its result.
     ///
     /// An identical GET (same URL and headers that matter) launched while one is in flight
-    /// returns that task instead of going to the network again.
+    /// returns that task instead of going to the network again. A request launched with its own
+    /// `ingestOptions` is never joined (two sets of options cannot be compared).
+    ///
+    /// A `304 Not Modified` answer to a request that carries `If-None-Match` is a success: the
+    /// task's result has status 304 and no ingest, and the store keeps what it has.
     @discardableResult
-    public func launch(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:])
+    public func launch(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        ingestOptions: IngestOptions? = nil
+    )
         -> HTTPTask
     {
         var rng = SecureRandom()
@@ -96,9 +103,10 @@ public final class Backend: Sendable {
         }
         let request = HTTPRequest(
             method: method, url: url, endpoint: path, headers: allHeaders, body: body, taskID: id,
-            timeout: configuration.timeout)
+            timeout: configuration.timeout, ingestOptions: ingestOptions)
         let key =
             configuration.deduplicatesGETs && (method == .get || method == .head) && body == nil
+                && ingestOptions == nil
             ? "\(method) \(url.absoluteString)\n\(allHeaders.canonical(ignoring: configuration.headersIgnoredForDeduplication))"
             : nil
         let task = HTTPTask(id: id, request: request)
@@ -144,10 +152,11 @@ public final class Backend: Sendable {
 
     /// Launches a request and waits for its result.
     @discardableResult
-    public func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:])
-        async throws(HTTPError) -> HTTPResult
-    {
-        try await launch(method, path, body: body, headers: headers).value
+    public func send(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        ingestOptions: IngestOptions? = nil
+    ) async throws(HTTPError) -> HTTPResult {
+        try await launch(method, path, body: body, headers: headers, ingestOptions: ingestOptions).value
     }
 
     // MARK: Tasks in flight
@@ -202,7 +211,7 @@ public final class Backend: Sendable {
                 let response = try await chain(request, task: task)
                 if Task.isCancelled { throw HTTPError(.cancelled, "the task was cancelled") }
                 task.status.withLock { $0.statusCode = response.status }
-                if response.isSuccess {
+                if response.isSuccess || (response.status == 304 && request.headers["If-None-Match"] != nil) {
                     // A store on disk commits with blocking SQLite work: not on the cooperative pool.
                     guard store.persistence != nil else { return finish(response, task: task) }
                     return await runBlocking { [self] in finish(response, task: task) }
@@ -257,7 +266,7 @@ public final class Backend: Sendable {
     private func chain(_ request: HTTPRequest, task: HTTPTask) async throws -> HTTPResponse {
         let transport = self.transport
         let store = self.store
-        let options = configuration.ingestOptions
+        let options = task.request.ingestOptions ?? configuration.ingestOptions
         let taskID = task.id
         var next: HTTPFilterNext = { request in
             let receiver = IngestReceiver(

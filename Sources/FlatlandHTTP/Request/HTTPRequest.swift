@@ -1,3 +1,4 @@
+import Flatland
 import Foundation
 
 /// One request as it goes through the filters to the transport.
@@ -22,11 +23,15 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     public var attempt: Int
     /// The longest wait for the server between two bytes, in seconds.
     public var timeout: TimeInterval
+    /// How a successful response's body is ingested; nil for the backend's
+    /// ``Backend/Configuration/ingestOptions``. A table client gives its own (its rows' identity
+    /// rule and envelope).
+    public var ingestOptions: IngestOptions?
 
-    /// A request; the backend builds these from ``Backend/launch(_:_:body:headers:)``.
+    /// A request; the backend builds these from ``Backend/launch(_:_:body:headers:ingestOptions:)``.
     public init(
         method: HTTPMethod, url: URL, endpoint: String, headers: HTTPHeaders = [:], body: [UInt8]? = nil,
-        taskID: String = "", attempt: Int = 1, timeout: TimeInterval = 60
+        taskID: String = "", attempt: Int = 1, timeout: TimeInterval = 60, ingestOptions: IngestOptions? = nil
     ) {
         self.method = method
         self.url = url
@@ -36,6 +41,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
         self.taskID = taskID
         self.attempt = attempt
         self.timeout = timeout
+        self.ingestOptions = ingestOptions
     }
 
     public var description: String { "\(method) \(url.absoluteString)" }

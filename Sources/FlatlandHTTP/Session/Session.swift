@@ -119,12 +119,13 @@ public final class Session: Sendable {
     /// Whether the session is still active (not logged out).
     public var isActive: Bool { !ended.current }
 
-    /// Launches a request in this session: see ``Backend/launch(_:_:body:headers:)``.
+    /// Launches a request in this session: see ``Backend/launch(_:_:body:headers:ingestOptions:)``.
     @discardableResult
-    public func launch(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:])
-        -> HTTPTask
-    {
-        backend.launch(method, path, body: body, headers: headers)
+    public func launch(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        ingestOptions: IngestOptions? = nil
+    ) -> HTTPTask {
+        backend.launch(method, path, body: body, headers: headers, ingestOptions: ingestOptions)
     }
 
     /// Launches a request and calls `completion` with its result.
@@ -138,10 +139,11 @@ public final class Session: Sendable {
 
     /// Launches a request and waits for its result.
     @discardableResult
-    public func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:])
-        async throws(HTTPError) -> HTTPResult
-    {
-        try await backend.send(method, path, body: body, headers: headers)
+    public func send(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        ingestOptions: IngestOptions? = nil
+    ) async throws(HTTPError) -> HTTPResult {
+        try await backend.send(method, path, body: body, headers: headers, ingestOptions: ingestOptions)
     }
 
     /// Ends the session: cancels what is in flight and waits for it, forgets the token, wipes

@@ -1,0 +1,266 @@
+import Flatland
+import FlatlandHTTP
+import FlatlandJSON
+import Foundation
+
+/// The requests of one table, shared by ``Table`` and ``UntypedTable``: paths, headers, the
+/// status mapping, and what each answer does to the session's store.
+///
+/// Every answer is streamed into the store by the session's backend, with this table's ingest
+/// options: the rows are the top-level objects with an `id`, stored as `<prefix>-<id>`, in the
+/// protocol's envelope.
+struct TableEngine: Sendable {
+    let session: Session
+    let name: String
+    let prefix: String
+    let options: TableOptions
+    let ingestOptions: IngestOptions
+
+    init(session: Session, name: String, prefix: String, options: TableOptions) {
+        self.session = session
+        self.name = name
+        self.prefix = prefix
+        self.options = options
+        var ingest = session.backend.configuration.ingestOptions
+        ingest.resolver = RuleResolver([RuleResolver.Rule(prefix: prefix, idKey: "id", nested: false)])
+        ingest.envelope = options.protocolVersion == .v3 ? .datasync : .results
+        ingest.endpointEnvelopes = []
+        ingest.unknownPrefix = .untyped
+        ingestOptions = ingest
+    }
+
+    var version: TableProtocol { options.protocolVersion }
+    var store: Store { session.store }
+
+    func storeID(_ serverID: String) -> String { TableRowID.storeID(serverID: serverID, prefix: prefix) }
+    func serverID(_ storeID: String) -> String { TableRowID.serverID(fromStoreID: storeID, prefix: prefix) }
+
+    /// The protocol's name of a system property (nil where it has none).
+    func wireName(_ property: SystemProperties) -> String? { version.name(of: property) }
+
+    // MARK: Paths
+
+    /// `?__systemproperties=…` for a v1 table that asks for system properties, else "".
+    func systemPropertiesQuery() throws(TableError<JSONObject>) -> String {
+        guard version == .v1, let properties = options.systemProperties else { return "" }
+        do {
+            return "?" + (try TableQuery(systemProperties: properties).queryString(protocol: .v1, style: options.style))
+        } catch {
+            throw failure(.invalidRequest, error.message)
+        }
+    }
+
+    /// `/tables/{name}` or `/tables/{name}/{id}`, with the v1 system properties.
+    func rowPath(_ serverID: String?) throws(TableError<JSONObject>) -> String {
+        TableQuery.tablePath(name, id: serverID) + (try systemPropertiesQuery())
+    }
+
+    /// The path and query of `query` on this table, with the table's v1 system properties unless
+    /// the query names its own.
+    func queryPath(_ query: TableQuery) throws(TableError<JSONObject>) -> String {
+        var query = query
+        if version == .v1, query.systemProperties == nil { query.systemProperties = options.systemProperties }
+        do {
+            return try query.path(table: name, protocol: version, style: options.style)
+        } catch {
+            throw failure(.invalidRequest, error.message)
+        }
+    }
+
+    /// The path and query of a next link, relative to the session's base URL; a link to another
+    /// server (scheme, host or port) is refused, so the session's credentials never leave it.
+    func relativePath(ofLink link: String) throws(TableError<JSONObject>) -> String {
+        if link.hasPrefix("/") { return link }
+        let base = session.environment.baseURL
+        guard let components = URLComponents(string: link), let host = components.host,
+            host.lowercased() == base.host?.lowercased(),
+            components.scheme?.lowercased() == base.scheme?.lowercased(),
+            (components.port ?? defaultPort(components.scheme)) == (base.port ?? defaultPort(base.scheme))
+        else {
+            throw failure(.invalidResponse, "the next link \(link) is not on \(base.absoluteString)")
+        }
+        var path = components.percentEncodedPath
+        let basePath = base.path.hasSuffix("/") ? String(base.path.dropLast()) : base.path
+        if !basePath.isEmpty, path.hasPrefix(basePath) { path = String(path.dropFirst(basePath.count)) }
+        if let query = components.percentEncodedQuery { path += "?" + query }
+        return path
+    }
+
+    private func defaultPort(_ scheme: String?) -> Int? {
+        switch scheme?.lowercased() {
+        case "http": 80
+        case "https": 443
+        default: nil
+        }
+    }
+
+    // MARK: Requests
+
+    /// Sends one request of this table and maps its failure.
+    func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:])
+        async throws(TableError<JSONObject>) -> HTTPResult
+    {
+        do {
+            return try await session.send(method, path, body: body, headers: headers, ingestOptions: ingestOptions)
+        } catch {
+            throw mapped(error)
+        }
+    }
+
+    /// A 412, 409, 404 or 410 as its own code, with the server's row of a 412 or 409; anything
+    /// else as ``TableErrorCode/http``.
+    func mapped(_ error: HTTPError) -> TableError<JSONObject> {
+        guard error.code == .status, let status = error.status else {
+            return TableError(code: .http, message: error.message, table: name, status: error.status, httpError: error)
+        }
+        let code: TableErrorCode
+        let message: String
+        switch status {
+        case 412:
+            (code, message) = (.preconditionFailed, "the row has changed on the server")
+        case 409:
+            (code, message) = (.conflict, "the row conflicts with the server's")
+        case 404:
+            (code, message) = (.notFound, "the row does not exist")
+        case 410:
+            (code, message) = (.gone, "the row is deleted")
+        default:
+            (code, message) = (.http, error.message)
+        }
+        var item: JSONObject?
+        if code == .preconditionFailed || code == .conflict, case .object(let object)? = error.bodyJSON {
+            item = object
+        }
+        return TableError(
+            code: code, message: message, table: name, status: status, serverItem: item, serverItemJSON: item,
+            body: error.body, httpError: error)
+    }
+
+    func failure(_ code: TableErrorCode, _ message: String) -> TableError<JSONObject> {
+        TableError(code: code, message: message, table: name)
+    }
+
+    // MARK: Operations
+
+    /// Sends a row (insert, update, undelete) and returns the store id of the row the server
+    /// answered with, its ETag applied.
+    func write(_ method: HTTPMethod, serverID: String?, pathID: String?, body: [UInt8]?, version: String?)
+        async throws(TableError<JSONObject>) -> (storeID: String, result: HTTPResult)
+    {
+        var headers: HTTPHeaders = [:]
+        if let version { headers["If-Match"] = TableVersionHeader.quoted(version) }
+        let result = try await send(method, try rowPath(pathID), body: body, headers: headers)
+        guard let id = result.items.first ?? serverID.map(storeID) else {
+            throw failure(.invalidResponse, "the server answered \(result.status) without a row")
+        }
+        try applyETag(result, storeID: id)
+        return (id, result)
+    }
+
+    /// Reads one row; sends `If-None-Match` with the stored version when the store has the row.
+    func lookup(_ serverID: String) async throws(TableError<JSONObject>) -> (storeID: String, result: HTTPResult) {
+        let id = storeID(serverID)
+        var headers: HTTPHeaders = [:]
+        if let stored = storedVersion(id) { headers["If-None-Match"] = TableVersionHeader.quoted(stored) }
+        let result = try await send(.get, try rowPath(serverID), headers: headers)
+        if result.status != 304 {
+            guard result.items.contains(id) else {
+                throw failure(.invalidResponse, "the server answered \(result.status) without the row \(serverID)")
+            }
+            try applyETag(result, storeID: id)
+        }
+        return (id, result)
+    }
+
+    /// Deletes one row on the server, then from the store.
+    func delete(_ serverID: String, version: String?) async throws(TableError<JSONObject>) -> HTTPResult {
+        var headers: HTTPHeaders = [:]
+        if let version { headers["If-Match"] = TableVersionHeader.quoted(version) }
+        let result = try await send(.delete, try rowPath(serverID), headers: headers)
+        do {
+            _ = try store.remove([storeID(serverID)])
+        } catch {
+            throw failure(.http, "the row was deleted on the server but not from the store: \(error)")
+        }
+        return result
+    }
+
+    // MARK: Bodies
+
+    /// The names of the system properties in every protocol: never written into a body.
+    static let systemNames: Set<String> = [
+        "createdAt", "updatedAt", "version", "deleted", "__createdAt", "__updatedAt", "__version", "__deleted",
+    ]
+
+    /// A row's body: `id` when given, then the members `write` adds (which must leave out the
+    /// system properties). In v1, a member named `__…` is refused, as the v1 clients refuse it.
+    func body(id: String?, keys: [String], write: (inout JSONWriter) -> Void) throws(TableError<JSONObject>)
+        -> [UInt8]
+    {
+        if version == .v1, let reserved = keys.first(where: { $0.hasPrefix("__") }) {
+            throw failure(.invalidRequest, "'\(reserved)': names starting with __ are the server's in v1")
+        }
+        var writer = JSONWriter()
+        writer.beginObject()
+        if let id {
+            writer.key("id")
+            writer.string(id)
+        }
+        write(&writer)
+        writer.endObject()
+        return writer.bytes
+    }
+
+    // MARK: The store
+
+    /// The version the store holds for a row, under either protocol's name.
+    func storedVersion(_ storeID: String) -> String? {
+        guard let fields = store.record(id: storeID)?.fields else { return nil }
+        for name in ["version", "__version"] {
+            if case .string(let v)? = fields[name] { return v }
+        }
+        return nil
+    }
+
+    /// A response's `ETag` overwrites the stored version (a v1 answer without `__version`, an
+    /// answer whose body is empty).
+    func applyETag(_ result: HTTPResult, storeID: String) throws(TableError<JSONObject>) {
+        guard let tag = result.headers["ETag"], let name = wireName(.version) else { return }
+        let version = TableVersionHeader.version(fromETag: tag)
+        guard !version.isEmpty, storedVersion(storeID) != version, store.contains(storeID) else { return }
+        var change = StoreChange()
+        change.upsert(id: storeID, fields: [name: .string(version)])
+        do {
+            try store.commit(change)
+        } catch {
+            throw failure(.http, "the ETag could not be stored: \(error)")
+        }
+    }
+
+    /// A stored row as JSON: `id` (the server's) first, then its fields as stored.
+    func row(_ storeID: String) -> JSONObject? {
+        guard let record = store.record(id: storeID) else { return nil }
+        var row: JSONObject = ["id": .string(serverID(storeID))]
+        for (key, value) in record.fields where key != "id" { row[key] = value }
+        return row
+    }
+
+    /// A JSON row as a typed entity, decoded without touching the session's store.
+    func decode<T: Entity>(_ row: JSONObject, as type: T.Type) -> T? {
+        guard let id = TableEngine.idText(row["id"]) else { return nil }
+        let scratch = Store(registry: store.registry, taskCollectionLimit: 1)
+        var writer = JSONWriter()
+        writer.value(.object(row))
+        guard (try? scratch.ingest(writer.bytes, options: ingestOptions)) != nil else { return nil }
+        return scratch.entity(EntityID<T>(storeID(id)))
+    }
+
+    /// A row's `id` member as text: a string, or a number's exact text (v1 integer ids).
+    static func idText(_ value: JSONValue?) -> String? {
+        switch value {
+        case .string(let s)?: s.isEmpty ? nil : s
+        case .number(let n)?: n.description
+        default: nil
+        }
+    }
+}
