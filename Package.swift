@@ -64,13 +64,17 @@ let package = Package(
                 "FlatlandFixtures",
                 "FlatlandSQLite",
                 "FlatlandHTTP",
+                "FlatlandSync",
                 "FlatlandServer",
                 "CYAJL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 "CAllocationCount",
             ]
         ),
-        .testTarget(name: "FlatlandSyncTests", dependencies: ["FlatlandSync", "FlatlandHTTP", "Flatland"]),
+        .testTarget(
+            name: "FlatlandSyncTests",
+            dependencies: ["FlatlandSync", "FlatlandHTTP", "Flatland", "FlatlandJSON", "FlatlandServer"]
+        ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON", "CFlatlandSIMD"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),
         .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON", "CAllocationCount"]),
