@@ -21,6 +21,9 @@ public struct HTTPResult: Sendable {
     public var items: [String] { ingest?.taskCollection.knownItems ?? [] }
     /// The changes applied to the store.
     public var changes: ChangeSet { ingest?.changes ?? ChangeSet() }
+    /// The next page's link: the body's (an envelope's `nextLink`) or else the `Link` header's
+    /// `rel="next"` target, as sent (relative or absolute); nil when neither names one.
+    public var nextLink: String? { ingest?.page?.nextLink ?? PageHeaders.context(headers).nextLink }
 }
 
 /// One request, tracked: its own uuid, the request, a state, the status code, start and end

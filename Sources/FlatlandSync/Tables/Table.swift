@@ -151,6 +151,10 @@ public struct Table<T: TableEntity>: Sendable {
         try session.store.upsert(item)
     }
 
+    /// The endpoint collection of `query`: the store ids of its rows at their positions, over
+    /// every page read so far (paging and count parameters do not make another collection).
+    public func collection(_ query: TableQuery = TableQuery()) -> EntityCollection? { engine.collection(query) }
+
     // MARK: Helpers
 
     private func write(_ method: HTTPMethod, _ item: T, pathID: String?, version: String?, sendsID: Bool)

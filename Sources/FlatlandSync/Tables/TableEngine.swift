@@ -22,10 +22,18 @@ struct TableEngine: Sendable {
         self.prefix = prefix
         self.options = options
         var ingest = session.backend.configuration.ingestOptions
-        ingest.resolver = RuleResolver([RuleResolver.Rule(prefix: prefix, idKey: "id", nested: false)])
+        // A row is an object with an `id` at the top, in a top-level array, or in the envelope's
+        // items; an object with an `id` inside a row's field is part of the row. (Not the rule's
+        // `nested: false`: an envelope is undecided until it ends, and an object inside an
+        // undecided one counts as nested.)
+        ingest.resolver = RuleResolver([
+            RuleResolver.Rule(prefix: prefix, idKey: "id", parentKeys: ["", "results", "items"])
+        ])
         ingest.envelope = options.protocolVersion == .v3 ? .datasync : .results
         ingest.endpointEnvelopes = []
         ingest.unknownPrefix = .untyped
+        // Asking for a count or for system properties does not change which rows a query has.
+        ingest.ignoredParameters.formUnion(["$inlinecount", "$count", "__systemproperties"])
         ingestOptions = ingest
     }
 
@@ -97,11 +105,16 @@ struct TableEngine: Sendable {
     // MARK: Requests
 
     /// Sends one request of this table and maps its failure.
-    func send(_ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:])
-        async throws(TableError<JSONObject>) -> HTTPResult
-    {
+    ///
+    /// - Parameter start: the position of the answer's first row, for a page whose request does
+    ///   not say it (`$skip`), so that its rows take their places in the endpoint collection.
+    func send(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:], start: Int? = nil
+    ) async throws(TableError<JSONObject>) -> HTTPResult {
+        var options = ingestOptions
+        if let start { options.page.start = start }
         do {
-            return try await session.send(method, path, body: body, headers: headers, ingestOptions: ingestOptions)
+            return try await session.send(method, path, body: body, headers: headers, ingestOptions: options)
         } catch {
             throw mapped(error)
         }
@@ -185,6 +198,12 @@ struct TableEngine: Sendable {
         return result
     }
 
+    /// The endpoint collection of `query`: its rows at their positions, over every page read.
+    func collection(_ query: TableQuery) -> EntityCollection? {
+        guard let path = try? queryPath(query) else { return nil }
+        return store.collection(endpoint: path, ignoring: ingestOptions.ignoredParameters)
+    }
+
     // MARK: Bodies
 
     /// The names of the system properties in every protocol: never written into a body.
@@ -222,12 +241,12 @@ struct TableEngine: Sendable {
         return nil
     }
 
-    /// A response's `ETag` overwrites the stored version (a v1 answer without `__version`, an
-    /// answer whose body is empty).
+    /// A response's `ETag` overwrites the stored version, where the row has one.
     func applyETag(_ result: HTTPResult, storeID: String) throws(TableError<JSONObject>) {
         guard let tag = result.headers["ETag"], let name = wireName(.version) else { return }
         let version = TableVersionHeader.version(fromETag: tag)
-        guard !version.isEmpty, storedVersion(storeID) != version, store.contains(storeID) else { return }
+        // Only a version the store keeps: a v1 row read without `__version` stays as it was sent.
+        guard !version.isEmpty, let stored = storedVersion(storeID), stored != version else { return }
         var change = StoreChange()
         change.upsert(id: storeID, fields: [name: .string(version)])
         do {

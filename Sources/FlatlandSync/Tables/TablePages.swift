@@ -68,7 +68,7 @@ public struct TablePages<Item: Sendable>: AsyncSequence {
             case .some(.none): return nil
             case .some(.some(let p)): path = p
             }
-            let result = try await engine.send(.get, path)
+            let result = try await engine.send(.get, path, start: path.contains("$skip=") ? nil : received)
             let ids = result.items
             if !ids.isEmpty, ids == lastIDs {
                 next = .some(nil)
@@ -80,7 +80,7 @@ public struct TablePages<Item: Sendable>: AsyncSequence {
             received += ids.count
             index += 1
             lastIDs = ids
-            if let link = result.ingest?.page?.nextLink {
+            if let link = result.nextLink {
                 followsLinks = true
                 next = .some(try engine.relativePath(ofLink: link))
             } else if !followsLinks, !ids.isEmpty, ids.count >= longestPage, query.top.map({ received < $0 }) ?? true {

@@ -117,6 +117,10 @@ public struct UntypedTable: Sendable {
     /// The stored row with this server id, if the store has it.
     public func stored(_ id: String) -> JSONObject? { engine.row(engine.storeID(id)) }
 
+    /// The endpoint collection of `query`: the store ids of its rows at their positions, over
+    /// every page read so far (paging and count parameters do not make another collection).
+    public func collection(_ query: TableQuery = TableQuery()) -> EntityCollection? { engine.collection(query) }
+
     // MARK: Helpers
 
     private func write(_ method: HTTPMethod, _ row: JSONObject, id: String?, pathID: String?, version: String?)
