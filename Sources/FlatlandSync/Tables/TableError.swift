@@ -38,7 +38,7 @@ public struct TableErrorCode: Hashable, Sendable, CustomStringConvertible {
 /// ```swift
 /// do {
 ///     _ = try await todos.update(stale)
-/// } catch where error.code == .preconditionFailed {
+/// } catch let error as TableError<TodoItem> where error.code == .preconditionFailed {
 ///     let current = error.serverItem  // the server's row, as a TodoItem
 /// }
 /// ```
