@@ -36,7 +36,8 @@ struct ServeTableOptionTests {
         "a bad table option is a usage error",
         arguments: [
             ["--tables", "a/b"], ["--tables", "x,X"], ["--tables", ""], ["--table-protocols", "v4"],
-            ["--table-protocols", ""],
+            ["--table-protocols", ""], ["--tables", "todoitem,notes:root"], ["--tables", "a:"],
+            ["--tables-max-body", "0"], ["--tables-max-body", "-5"],
         ])
     func badTableOptions(_ option: [String]) throws {
         let run = try CLI.run(["serve", "--port", "0"] + option)
@@ -46,6 +47,8 @@ struct ServeTableOptionTests {
 
     @Test func theTableOptionsAreDocumented() throws {
         let help = try CLI.run(["serve", "--help"])
-        for option in ["--tables", "--tables-db", "--table-protocols"] { #expect(help.stdout.contains(option)) }
+        for option in ["--tables", "--tables-db", "--table-protocols", "--tables-max-body", "per-user"] {
+            #expect(help.stdout.contains(option))
+        }
     }
 }
