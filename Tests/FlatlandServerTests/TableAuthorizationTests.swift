@@ -128,6 +128,17 @@ struct TableAuthorizationTests {
                 headers: Self.v2)
             #expect(again.status == 409)
             #expect(again.json?["text"] == .string("secret"))
+            // Even with the row's own ETag, another user's write finds nothing.
+            let tag = try #require(again.headers["etag"])
+            for method in ["PATCH", "PUT", "DELETE"] {
+                let write = try await request(
+                    port: port, method, "/tables/perUser/r", token: other, body: method == "DELETE" ? nil : "{}",
+                    headers: Self.v2.merging(["If-Match": tag]) { $1 })
+                #expect(write.status == 404, "\(method)")
+                #expect(write.headers["etag"] == nil)
+            }
+            let still = try await request(port: port, "GET", "/tables/perUser/r", token: owner, headers: Self.v2)
+            #expect(still.headers["etag"] == tag)
             let filtered = try await request(
                 port: port, "GET", "/tables/perUser?$filter=id%20eq%20'r'&$inlinecount=allpages", token: other,
                 headers: Self.v2)

@@ -47,6 +47,7 @@ public final class TableFaults: Sendable {
 
     /// Queues `fault` for the next `times` table requests whose method is `method` (any when
     /// nil; case-insensitive) and whose path (without the query) starts with `pathPrefix`.
+    /// A `times` of 0 or less queues nothing. Only table routes (`/tables…`) take faults.
     public func inject(_ fault: Fault, method: String? = nil, pathPrefix: String = "/tables/", times: Int = 1) {
         guard times > 0 else { return }
         queue.withLockedValue {
