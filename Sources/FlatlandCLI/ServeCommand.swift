@@ -45,8 +45,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds a registration may wait for its PUT /session before it expires.")
     var pendingSessionLifetime = 600.0
 
-    @Option(help: "The tables served at /tables/{name}, comma-separated (free-form JSON rows, soft delete).")
+    @Option(
+        help: """
+            The tables served at /tables/{name}, comma-separated (free-form JSON rows, soft delete), each \
+            NAME or NAME:ACCESS with ACCESS anonymous (the default), authenticated or per-user \
+            (e.g. todoitem,notes:authenticated,diary:per-user).
+            """)
     var tables = "todoitem"
+
+    @Option(help: "The largest request body a table route reads, in bytes; a larger one is a 413.")
+    var tablesMaxBody = TableServing.defaultMaxBodyBytes
 
     @Option(help: "The SQLite file the tables' rows live in (in memory when absent).")
     var tablesDb: String?
@@ -54,9 +62,33 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The table protocol versions served at once, comma-separated: v1, v2, v3.")
     var tableProtocols = "v2,v3"
 
+    /// The tables `--tables` gives: `NAME` or `NAME:ACCESS`, in order.
+    var tableSpecs: [(name: String, access: String?)] {
+        tables.split(separator: ",", omittingEmptySubsequences: false).map { item in
+            let parts = item.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            return (
+                parts[0].trimmingCharacters(in: .whitespaces),
+                parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : nil
+            )
+        }
+    }
+
     /// The table names `--tables` gives.
-    var tableNames: [String] {
-        tables.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+    var tableNames: [String] { tableSpecs.map(\.name) }
+
+    /// The access level an `ACCESS` word names, or nil when it names none.
+    static func access(_ word: String) -> TableAccess? {
+        switch word.lowercased() {
+        case "anonymous": .anonymous
+        case "authenticated": .authenticated
+        case "per-user", "peruser": .perUser
+        default: nil
+        }
+    }
+
+    /// The tables `--tables` declares (valid once ``validate()`` passed).
+    var tableDefinitions: [TableDefinition] {
+        tableSpecs.map { TableDefinition(name: $0.name, access: $0.access.flatMap(Self.access) ?? .anonymous) }
     }
 
     /// The versions `--table-protocols` gives, or nil when one is unknown.
@@ -86,6 +118,14 @@ struct ServeCommand: AsyncParsableCommand {
         for name in tableNames where !TableDefinition.isValidName(name) {
             throw ValidationError("--tables: '\(name)' is not a table name (1 to 64 letters, digits, _ or -)")
         }
+        for spec in tableSpecs {
+            if let word = spec.access, Self.access(word) == nil {
+                throw ValidationError(
+                    "--tables: '\(word)' (for \(spec.name)) is not an access level: anonymous, authenticated or per-user"
+                )
+            }
+        }
+        guard tablesMaxBody > 0 else { throw ValidationError("--tables-max-body must be a positive number of bytes") }
         guard Set(tableNames.map { $0.lowercased() }).count == tableNames.count else {
             throw ValidationError("--tables names a table twice")
         }
@@ -104,8 +144,8 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: .init(
                 host: host, port: port, population: .init(users: users, seed: seed), limits: limits,
                 tables: TableServing(
-                    tables: tableNames.map { TableDefinition(name: $0) }, databasePath: tablesDb,
-                    protocols: protocolVersions ?? [.v2, .v3])))
+                    tables: tableDefinitions, databasePath: tablesDb, protocols: protocolVersions ?? [.v2, .v3],
+                    maxBodyBytes: tablesMaxBody)))
         let counts = "\(server.state.userIDs.count) users, \(server.state.deviceIDs.count) devices"
         let host = self.host
         try await server.run { port in

@@ -120,6 +120,17 @@ import Testing
         ("(updatedAt ge datetimeoffset'1970-01-01T00:00:02Z') and (deleted eq false)", ["b", "d"]),
         ("id eq 'a' or id eq 'c'", ["a", "c"]),
         ("not (id eq 'a' or id eq 'c')", ["b", "d"]),
+        ("priority ge 2.5", ["b"]),
+        ("priority lt 2.5", ["a"]),
+        ("priority le 2.5", ["a", "b"]),
+        ("complete eq false and text ne 'Banana'", ["c"]),
+        ("toupper(text) eq 'BANANA'", ["b"]),
+        ("updatedAt lt datetimeoffset'1970-01-01T00:00:02Z'", ["a"]),
+        ("updatedAt le datetimeoffset'1970-01-01T00:00:02Z'", ["a", "b"]),
+        ("updatedAt eq datetimeoffset'1970-01-01T00:00:02Z'", ["b"]),
+        ("updatedAt ne datetimeoffset'1970-01-01T00:00:02Z'", ["a", "c", "d"]),
+        ("updatedAt gt datetime'1970-01-01T00:00:03'", ["d"]),
+        ("startswith(tolower(text),'ban') and (complete eq false or priority eq null)", ["b"]),
     ])
     func selectsTheRightRows(filter: String, expected: [String]) throws {
         #expect(try matching(filter) == expected)

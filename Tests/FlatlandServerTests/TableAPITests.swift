@@ -176,6 +176,11 @@ import Testing
         ("POST", "/tables/todoitem", "{\"id\":\"a\\u0001\"}"), ("POST", "/tables/todoitem", "{\"a\":1,\"a\":2}"),
         ("PATCH", "/tables/todoitem/keep", "{\"id\":\"other\"}"), ("PATCH", "/tables/todoitem/keep", "nope"),
         ("GET", "/tables/nosuchtable", ""), ("GET", "/tables/todoitem/a%2Fb", ""),
+        ("GET", "/tables/todoitem/a%01b", ""), ("DELETE", "/tables/todoitem/a%2Fb", ""),
+        ("PUT", "/tables/todoitem/a%0Ab", "{}"), ("POST", "/tables/todoitem", ""), ("POST", "/tables/todoitem", "null"),
+        ("PUT", "/tables/todoitem/keep", "{\"text\":"), ("PATCH", "/tables/todoitem/keep", "{\"id\":true}"),
+        ("POST", "/tables/nosuchtable", "{}"), ("DELETE", "/tables/todoitem", ""),
+        ("POST", "/tables/todoitem", "{\"id\":\"\(String(repeating: "x", count: 256))\"}"),
     ])
     func badInputIsA4xxAndChangesNothing(method: String, path: String, body: String) async throws {
         let c = try await client()
@@ -190,10 +195,159 @@ import Testing
 
     @Test func invalidUTF8IsRefused() async throws {
         let c = try await client()
-        let reply = await c.api.respond(
-            method: "POST", path: "/tables/todoitem", query: [:], headers: ["zumo-api-version": "2.0.0"],
-            body: Array(#"{"text":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8), baseURL: "")
-        #expect(reply?.status == 400)
+        let before = try json(await c.send("POST", "/tables/todoitem", #"{"id":"keep","text":"x"}"#))
+        for (method, path) in [("POST", "/tables/todoitem"), ("PATCH", "/tables/todoitem/keep")] {
+            let reply = await c.api.respond(
+                method: method, path: path, query: [:], headers: ["zumo-api-version": "2.0.0"],
+                body: Array(#"{"id":"keep","text":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8), baseURL: "")
+            #expect(reply?.status == 400)
+            #expect(try reply.map(json)?["error"]?.stringValue != nil)
+        }
+        #expect(try json(await c.send("GET", "/tables/todoitem/keep")) == before)
+        #expect(try json(await c.send("GET", "/tables/todoitem?$inlinecount=allpages"))["count"] == .number(1))
+    }
+
+    /// The `ETag` of a single-row answer, and the version its body carries (under `name`).
+    private func tagAndVersion(_ reply: SampleAPI.Reply, _ name: String = "version") throws -> (String?, String?) {
+        (header(reply, "ETag"), try json(reply)[name]?.stringValue.map { "\"\($0)\"" })
+    }
+
+    @Test func everySingleRowAnswerCarriesItsVersionAsETag() async throws {
+        let c = try await client()
+        let created = await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"x"}"#)
+        let old = try #require(header(created, "ETag"))
+        var answers = [created]
+        answers.append(await c.send("GET", "/tables/todoitem/a"))
+        answers.append(await c.send("PATCH", "/tables/todoitem/a", #"{"text":"y"}"#))
+        answers.append(await c.send("PUT", "/tables/todoitem/a", #"{"text":"z"}"#))
+        answers.append(await c.send("POST", "/tables/todoitem", #"{"id":"a"}"#))
+        answers.append(await c.send("PATCH", "/tables/todoitem/a", #"{"text":"w"}"#, headers: ["if-match": old]))
+        answers.append(
+            await c.send("PATCH", "/tables/todoitem/a", #"{"text":"w","version":"\#(old.dropFirst().dropLast())"}"#))
+        answers.append(await c.send("DELETE", "/tables/todoitem/a"))
+        answers.append(await c.send("POST", "/tables/todoitem/a"))
+        #expect(answers.map(\.status) == [201, 200, 200, 200, 409, 412, 409, 200, 200])
+        for answer in answers {
+            let (tag, version) = try tagAndVersion(answer)
+            #expect(tag != nil && tag == version, "\(answer.status)")
+        }
+        // Each of the five writes changed the version; the refused ones answered the current one.
+        #expect(Set(answers.compactMap { header($0, "ETag") }).count == 5)
+        #expect(header(answers[5], "ETag") == header(answers[3], "ETag"))
+
+        let v1 = try await client(nil, protocols: [.v1])
+        _ = await v1.send("POST", "/tables/todoitem", #"{"id":"b"}"#)
+        let (tag, version) = try tagAndVersion(
+            await v1.send("GET", "/tables/todoitem/b?__systemproperties=__version"), "__version")
+        #expect(tag != nil && tag == version)
+    }
+
+    @Test func softDeletedRowsAreLeftOutUnlessAskedForAndTheDeleteBumpsUpdatedAt() async throws {
+        for version in ["2.0.0", "3.0.0"] {
+            let c = try await client(version)
+            let a = try json(await c.send("POST", "/tables/todoitem", #"{"id":"a"}"#))
+            _ = await c.send("POST", "/tables/todoitem", #"{"id":"b"}"#)
+            #expect(await c.send("DELETE", "/tables/todoitem/a").status == (version == "3.0.0" ? 204 : 200))
+            let deleted = try json(await c.send("GET", "/tables/todoitem/a?__includeDeleted=true"))
+            #expect(deleted["deleted"] == .bool(true))
+            let before = try #require(a["updatedAt"]?.stringValue)
+            let after = try #require(deleted["updatedAt"]?.stringValue)
+            #expect(after > before)
+            func ids(_ path: String) async throws -> [String] {
+                let body = try json(await c.send("GET", path))
+                let items = version == "3.0.0" ? body["items"] ?? .null : body
+                return items.items.compactMap { $0["id"]?.stringValue }
+            }
+            #expect(try await ids("/tables/todoitem") == ["b"])
+            #expect(try await ids("/tables/todoitem?__includeDeleted=false") == ["b"])
+            #expect(try await ids("/tables/todoitem?__includeDeleted=true") == ["a", "b"])
+            #expect(try await ids("/tables/todoitem?$filter=deleted%20eq%20true") == [])
+            #expect(try await ids("/tables/todoitem?$filter=deleted%20eq%20true&__includeDeleted=true") == ["a"])
+        }
+    }
+
+    @Test func pagesAre50WithoutTopAndLinkOnlyWhenFullAndMoreRemain() async throws {
+        for version in ["2.0.0", "3.0.0"] {
+            let c = try await client(version)
+            func page(_ path: String) async throws -> (ids: [String], next: String?) {
+                let reply = await c.send("GET", path)
+                let body = try json(reply)
+                if version == "3.0.0" {
+                    return (
+                        (body["items"] ?? .null).items.compactMap { $0["id"]?.stringValue },
+                        body["nextLink"]?.stringValue
+                    )
+                }
+                return (body.items.compactMap { $0["id"]?.stringValue }, header(reply, "Link"))
+            }
+            for i in 0..<50 { _ = await c.send("POST", "/tables/todoitem", #"{"id":"r\#(i + 10)"}"#) }
+            // Exactly one full page, nothing more: no link.
+            let full = try await page("/tables/todoitem")
+            #expect(full.ids.count == 50)
+            #expect(full.next == nil)
+            _ = await c.send("POST", "/tables/todoitem", #"{"id":"r60"}"#)
+            let first = try await page("/tables/todoitem")
+            #expect(first.ids.count == 50)
+            let next = try #require(first.next)
+            #expect(next.contains("$skip=50"))
+            // A $top up to the maximum: that many rows, in one response, without a link.
+            let top = try await page("/tables/todoitem?$top=51")
+            #expect(top.ids.count == 51)
+            #expect(top.next == nil)
+            #expect(try await page("/tables/todoitem?$top=10").ids == (10..<20).map { "r\($0)" })
+            // The last page, short: no link.
+            let last = try await page("/tables/todoitem?$skip=50")
+            #expect(last.ids == ["r60"])
+            #expect(last.next == nil)
+        }
+    }
+
+    @Test(arguments: [
+        ("frobnicate(text) eq 1", "offset 0"), ("text eq 'open", "offset 8"), ("a eq 1 xor b eq 2", "offset 7"),
+        ("updatedAt eq 'x'", "in 'updatedAt eq 'x''"), ("n gt null", "in 'n gt null'"),
+        (String(repeating: "(", count: 5000) + "a eq 1", "$filter"),
+    ])
+    func anUnsupportedFilterIsA400SayingWhatAndWhere(filter: String, says: String) async throws {
+        let c = try await client()
+        _ = await c.send("POST", "/tables/todoitem", #"{"id":"a"}"#)
+        let encoded = try #require(filter.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let reply = await c.send("GET", "/tables/todoitem?$filter=\(encoded)")
+        #expect(reply.status == 400)
+        let message = try #require(try json(reply)["error"]?.stringValue)
+        #expect(message.contains(says), "\(message)")
+    }
+
+    @Test func anInsertWithoutAnIdOrWithANullOneGetsAServerId() async throws {
+        for version in ["2.0.0", "3.0.0"] {
+            let c = try await client(version)
+            var ids: Set<String> = []
+            for body in [#"{"text":"a"}"#, #"{"id":null,"text":"b"}"#] {
+                let reply = await c.send("POST", "/tables/todoitem", body)
+                #expect(reply.status == 201)
+                let id = try #require(try json(reply)["id"]?.stringValue)
+                #expect(id.utf8.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase })
+                #expect(header(reply, "Location") == "http://127.0.0.1:1/tables/todoitem/\(id)")
+                #expect(await c.send("GET", "/tables/todoitem/\(id)").status == 200)
+                ids.insert(id)
+            }
+            #expect(ids.count == 2)
+        }
+    }
+
+    @Test func v1TakesTheVersionFromItsPrefixedNameAndIgnoresOtherSystemProperties() async throws {
+        let c = try await client(nil, protocols: [.v1])
+        let created = await c.send("POST", "/tables/todoitem?__systemproperties=*", #"{"id":"a","text":"x"}"#)
+        let version = try #require(try json(created)["__version"]?.stringValue)
+        _ = await c.send("PATCH", "/tables/todoitem/a", #"{"text":"y"}"#)
+        let stale = await c.send(
+            "PATCH", "/tables/todoitem/a?__systemproperties=__version",
+            #"{"text":"z","__version":"\#(version)","__createdAt":"2000-01-01T00:00:00Z"}"#)
+        #expect(stale.status == 409)
+        #expect(try json(stale)["text"] == .string("y"))
+        #expect(try json(stale)["__version"]?.stringValue != version)
+        let row = try json(await c.send("GET", "/tables/todoitem/a?__systemproperties=*"))
+        #expect(row["__createdAt"] == (try json(created))["__createdAt"])
+        #expect(row["text"] == .string("y"))
     }
 
     @Test func v1PrefixesSystemPropertiesAndReturnsOnlyThoseAskedFor() async throws {

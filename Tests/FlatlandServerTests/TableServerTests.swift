@@ -101,4 +101,26 @@ struct TableServerTests {
             #expect(kept.status == 200)
         }
     }
+
+    @Test func everyRefusalOverHTTPIsAJSONError() async throws {
+        try await withServer(.init(tables: TableServing(maxBodyBytes: 32))) { _, port in
+            let cases: [(method: String, path: String, body: String?, headers: [String: String], status: Int)] = [
+                ("GET", "/tables/nosuch", nil, v2, 404),
+                ("GET", "/tables/todoitem", nil, [:], 400),
+                ("GET", "/tables/todoitem", nil, ["ZUMO-API-VERSION": "4.0.0"], 400),
+                ("GET", "/tables/todoitem", nil, v2.merging(["Authorization": "Bearer nope"]) { $1 }, 401),
+                ("DELETE", "/tables/todoitem", nil, v2, 405),
+                ("POST", "/tables/todoitem", #"{"id":"a","text":"far too long for 32"}"#, v2, 413),
+                ("POST", "/tables/todoitem", "{", v2, 400),
+            ]
+            for c in cases {
+                let reply = try await request(port: port, c.method, c.path, body: c.body, headers: c.headers)
+                #expect(reply.status == c.status, "\(c.method) \(c.path)")
+                #expect(reply.headers["content-type"] == "application/json")
+                #expect(reply.json?["error"]?.stringValue != nil, "\(String(decoding: reply.body, as: UTF8.self))")
+            }
+            let all = try await request(port: port, "GET", "/tables/todoitem?__includeDeleted=true", headers: v2)
+            #expect(all.json?.items.isEmpty == true)
+        }
+    }
 }

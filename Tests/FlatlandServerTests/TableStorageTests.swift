@@ -1,5 +1,6 @@
 import FlatlandJSON
 import Foundation
+import GRDB
 import Testing
 
 @testable import FlatlandServer
@@ -198,5 +199,71 @@ import Testing
         let next = try await s.insert("todoitem", id: "b", fields: try fields("{}"))
         #expect(next.version == 2)
         #expect(next.updatedAt > row.updatedAt)
+    }
+
+    @Test func anOwnerSeesOnlyTheirRowsAndAnotherOwnersIdIsTakenWithoutTheRow() async throws {
+        let s = try await storage()
+        let mine = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"mine"}"#), owner: "u1")
+        _ = try await s.insert("todoitem", id: "b", fields: try fields("{}"), owner: "u2")
+        _ = try await s.insert("todoitem", id: "c", fields: try fields("{}"))
+        #expect(try await s.row("todoitem", id: "a", owner: "u1") == mine)
+        #expect(try await s.row("todoitem", id: "a", owner: "u2") == nil)
+        #expect(try await s.row("todoitem", id: "c", owner: "u1") == nil)
+        #expect(try await s.row("todoitem", id: "a") == mine)
+        await #expect {
+            _ = try await s.insert("todoitem", id: "a", fields: try fields("{}"), owner: "u2")
+        } throws: {
+            ($0 as? TableStorageError)?.code == .exists && ($0 as? TableStorageError)?.current == nil
+        }
+        for write in 0..<3 {
+            await #expect {
+                switch write {
+                case 0:
+                    _ = try await s.update(
+                        "todoitem", id: "a", fields: try fields("{}"), replace: true, expectedVersion: nil,
+                        allowDeleted: true, owner: "u2")
+                case 1: _ = try await s.delete("todoitem", id: "a", soft: true, expectedVersion: nil, owner: "u2")
+                default: _ = try await s.undelete("todoitem", id: "a", expectedVersion: nil, owner: "u2")
+                }
+            } throws: { ($0 as? TableStorageError)?.code == .notFound }
+        }
+        #expect(try await s.row("todoitem", id: "a") == mine)
+        var query = TableRowQuery(top: 50, includeDeleted: true, includeCount: true)
+        query.owner = "u1"
+        let result = try await s.query("todoitem", query, wire: .v2)
+        #expect(result.rows.map(\.id) == ["a"])
+        #expect(result.count == 1)
+        query.owner = nil
+        #expect(try await s.query("todoitem", query, wire: .v2).rows.map(\.id) == ["a", "b", "c"])
+    }
+
+    @Test func aFileFromBeforeOwnersGainsTheColumnAndKeepsItsRows() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tables-\(UUID().uuidString).sqlite")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            // The schema as it was before per-user tables.
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE flatland_table_clock (
+                            id INTEGER PRIMARY KEY CHECK (id = 1), updated_at INTEGER NOT NULL, version INTEGER NOT NULL);
+                        INSERT INTO flatland_table_clock VALUES (1, 5, 1);
+                        CREATE TABLE "tbl_todoitem" (
+                            id TEXT PRIMARY KEY NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+                            version INTEGER NOT NULL, deleted INTEGER NOT NULL, data TEXT NOT NULL);
+                        INSERT INTO "tbl_todoitem" VALUES ('old', 5, 5, 1, 0, '{"text":"kept"}');
+                        """)
+            }
+        }
+        let s = try await storage(path: path)
+        #expect(try await s.row("todoitem", id: "old")?.fields["text"] == .string("kept"))
+        #expect(try await s.row("todoitem", id: "old", owner: "u1") == nil)
+        let new = try await s.insert("todoitem", id: "new", fields: try fields("{}"), owner: "u1")
+        #expect(try await s.row("todoitem", id: "new", owner: "u1") == new)
+        // Opening it again changes nothing.
+        let again = try await storage(path: path)
+        #expect(try await again.row("todoitem", id: "new", owner: "u1") == new)
     }
 }

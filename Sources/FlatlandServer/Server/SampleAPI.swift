@@ -22,12 +22,12 @@ struct SampleAPI: Sendable {
 
     struct DroppedConnection: Error {}
 
-    func respond(to request: Request) async -> Response {
+    func respond(to request: Request, channel: (any Channel)? = nil) async -> Response {
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.canonicalName] = field.value }
         let method = request.method.rawValue
         let path = request.uri.path
-        let plan = knobs.arrive(method: method, path: path, headers: headers)
+        var plan = knobs.arrive(method: method, path: path, headers: headers)
         if let hold = plan.hold, hold.afterBytes == 0 { await hold.gate.wait() }
         var reply: Reply
         if let failure = plan.failure {
@@ -38,19 +38,29 @@ struct SampleAPI: Sendable {
         } else {
             var request = request
             let body: [UInt8]
+            let tablePath = TableHost.isTablePath(path)
+            let maxBody = tablePath ? tables.maxBodyBytes : 1 << 20
             do {
-                body = Array(try await request.collectBody(upTo: 1 << 20).readableBytesView)
+                body = Array(try await request.collectBody(upTo: maxBody).readableBytesView)
             } catch {
-                return makeResponse(Self.error(413, "the body is too large"), plan: plan)
+                let message = "the body is larger than \(maxBody) bytes"
+                return makeResponse(tablePath ? TableAPI.error(413, message) : Self.error(413, message), plan: plan)
             }
             var query: [String: String] = [:]
             for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
-            if let tableAPI = tables.api,
-                let tableReply = await tableAPI.respond(
+            if tablePath,
+                let answer = await tables.respond(
                     method: method, path: path, query: query, headers: headers, body: body,
-                    baseURL: "http://" + (request.head.authority ?? headers["host"] ?? "127.0.0.1"))
+                    baseURL: "http://" + (request.head.authority ?? headers["host"] ?? "127.0.0.1"),
+                    authenticate: { caller($0) })
             {
-                reply = tableReply
+                if answer.loseResponse, let channel {
+                    // An injected lost response: served, and closed without a word.
+                    try? await channel.close()
+                    return Response(status: .ok)
+                }
+                reply = answer.reply
+                if let cut = answer.dropAfter { plan.dropAfter = cut }
             } else {
                 reply = route(method: method, path: path, query: query, headers: headers, body: body)
             }

@@ -97,6 +97,9 @@ public final class SampleServer: Sendable {
     public let state: SampleState
     /// Its test controls.
     public let knobs: ServerKnobs
+    /// Faults injected into its table routes, for tests (lost responses, failures, cut bodies,
+    /// delays).
+    public var tableFaults: TableFaults { api.tables.faults }
     let api: SampleAPI
     private let connections: ConnectionCounter
     private let running = NIOLockedValueBox<Running>(Running())
@@ -139,7 +142,9 @@ public final class SampleServer: Sendable {
                 headerTimeout: TimeAmount(limits.headerTimeout), connections: connections)
         }
         return Application(
-            responder: CallbackResponder<BasicRequestContext> { request, _ in await api.respond(to: request) },
+            responder: CallbackResponder<ChannelRequestContext> { request, context in
+                await api.respond(to: request, channel: context.channel)
+            },
             server: server,
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "flatland-sample"),

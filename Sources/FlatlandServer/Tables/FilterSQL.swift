@@ -98,7 +98,8 @@ extension ODataFilter {
         }
         // A date column against anything but a date, or a date against text, compares nothing.
         if (l.kind == .date) != (r.kind == .date), l.kind != .json, r.kind != .json {
-            throw FilterTranslationError(message: "a date can only be compared with a date")
+            throw FilterTranslationError(
+                message: "in '\(left.odata) \(op.rawValue) \(right.odata)', a date can only be compared with a date")
         }
         let comparison = SQLFragment("(") + l.fragment + SQLFragment(symbol) + r.fragment + SQLFragment(")")
         // `ne` is true where the field is missing, as a client filtering in memory would find.
@@ -116,12 +117,28 @@ extension ODataFilter {
         switch op {
         case .eq: return SQLFragment("(") + value + SQLFragment(" IS NULL)")
         case .ne: return SQLFragment("(") + value + SQLFragment(" IS NOT NULL)")
-        default: throw FilterTranslationError(message: "null can only be compared with eq or ne")
+        default:
+            throw FilterTranslationError(
+                message: "in '\(operand.odata) \(op.rawValue) null', null can only be compared with eq or ne")
         }
     }
 }
 
 extension ODataOperand {
+    /// The operand as OData text, to say where a filter fails.
+    var odata: String {
+        switch self {
+        case .member(let name): name
+        case .string(let text): "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+        case .number(let text, _): text
+        case .bool(let value): value ? "true" : "false"
+        case .null: "null"
+        case .date(let micros): "datetimeoffset'\(TableRow.dateString(micros))'"
+        case .toLower(let inner): "tolower(\(inner.odata))"
+        case .toUpper(let inner): "toupper(\(inner.odata))"
+        }
+    }
+
     func sql(_ columns: some TableColumns) throws(FilterTranslationError) -> (fragment: SQLFragment, kind: ColumnKind) {
         switch self {
         case .member(let name):

@@ -72,6 +72,12 @@ final class SQLiteTableStorage: TableStorage {
                             version INTEGER NOT NULL, deleted INTEGER NOT NULL, data TEXT NOT NULL);
                         CREATE INDEX IF NOT EXISTS "tbl_\(table.name)_updated_at" ON \(t) (updated_at, id);
                         """)
+                // The owner of a per-user table's row; a file written before it existed gains it.
+                if try !db.columns(in: "tbl_\(table.name)").contains(where: { $0.name == "owner" }) {
+                    try db.execute(sql: "ALTER TABLE \(t) ADD COLUMN owner TEXT")
+                }
+                try db.execute(
+                    sql: "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_owner\" ON \(t) (owner, updated_at, id)")
             }
         }
     }
@@ -89,11 +95,21 @@ final class SQLiteTableStorage: TableStorage {
         return next
     }
 
-    private static func fetch(_ db: Database, _ table: String, id: String) throws -> TableRow? {
+    /// The row with this id, if there is one and `owner` (when given) owns it.
+    private static func fetch(_ db: Database, _ table: String, id: String, owner: String?) throws -> TableRow? {
+        try fetchOwned(db, table, id: id).flatMap { owner == nil || $0.owner == owner ? $0.row : nil }
+    }
+
+    /// The row with this id and its owner, whoever that is.
+    private static func fetchOwned(_ db: Database, _ table: String, id: String) throws -> (
+        row: TableRow, owner: String?
+    )? {
         try Row.fetchOne(
-            db, sql: "SELECT id, created_at, updated_at, version, deleted, data FROM \(sqlTable(table)) WHERE id = ?",
+            db,
+            sql:
+                "SELECT id, created_at, updated_at, version, deleted, data, owner FROM \(sqlTable(table)) WHERE id = ?",
             arguments: [id]
-        ).map(decode)
+        ).map { (try decode($0), $0[6]) }
     }
 
     private static func decode(_ row: Row) throws -> TableRow {
@@ -106,13 +122,15 @@ final class SQLiteTableStorage: TableStorage {
             fields: fields)
     }
 
-    private static func write(_ db: Database, _ table: String, _ row: TableRow, insert: Bool) throws {
+    private static func write(
+        _ db: Database, _ table: String, _ row: TableRow, insert: Bool, owner: String? = nil
+    ) throws {
         let data = JSONValue.object(row.fields).jsonString()
         if insert {
             try db.execute(
                 sql:
-                    "INSERT INTO \(sqlTable(table)) (id, created_at, updated_at, version, deleted, data) VALUES (?, ?, ?, ?, ?, ?)",
-                arguments: [row.id, row.createdAt, row.updatedAt, row.version, row.deleted ? 1 : 0, data])
+                    "INSERT INTO \(sqlTable(table)) (id, created_at, updated_at, version, deleted, data, owner) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [row.id, row.createdAt, row.updatedAt, row.version, row.deleted ? 1 : 0, data, owner])
         } else {
             try db.execute(
                 sql: "UPDATE \(sqlTable(table)) SET updated_at = ?, version = ?, deleted = ?, data = ? WHERE id = ?",
@@ -120,29 +138,35 @@ final class SQLiteTableStorage: TableStorage {
         }
     }
 
-    func insert(_ table: String, id: String, fields: JSONObject) async throws(TableStorageError) -> TableRow {
+    func insert(_ table: String, id: String, fields: JSONObject, owner: String? = nil) async throws(TableStorageError)
+        -> TableRow
+    {
         try await run { db in
-            if let existing = try Self.fetch(db, table, id: id) {
-                throw TableStorageError(code: .exists, message: "an item with id '\(id)' exists", current: existing)
+            if let existing = try Self.fetchOwned(db, table, id: id) {
+                // Another owner's row is not shown: only that the id is taken.
+                let visible = owner == nil || existing.owner == owner
+                throw TableStorageError(
+                    code: .exists, message: "an item with id '\(id)' exists", current: visible ? existing.row : nil)
             }
             let clock = try self.tick(db)
             let row = TableRow(
                 id: id, createdAt: clock.updatedAt, updatedAt: clock.updatedAt, version: clock.version, deleted: false,
                 fields: fields)
-            try Self.write(db, table, row, insert: true)
+            try Self.write(db, table, row, insert: true, owner: owner)
             return row
         }
     }
 
-    func row(_ table: String, id: String) async throws(TableStorageError) -> TableRow? {
-        try await read { db in try Self.fetch(db, table, id: id) }
+    func row(_ table: String, id: String, owner: String? = nil) async throws(TableStorageError) -> TableRow? {
+        try await read { db in try Self.fetch(db, table, id: id, owner: owner) }
     }
 
     /// Loads the row a write is about, checking that it exists and has the expected version.
     private static func current(
-        _ db: Database, _ table: String, id: String, expectedVersion: Int64?, allowDeleted: Bool = true
+        _ db: Database, _ table: String, id: String, expectedVersion: Int64?, allowDeleted: Bool = true,
+        owner: String?
     ) throws -> TableRow {
-        guard let row = try fetch(db, table, id: id) else {
+        guard let row = try fetch(db, table, id: id, owner: owner) else {
             throw TableStorageError(code: .notFound, message: "The item does not exist")
         }
         if row.deleted, !allowDeleted {
@@ -156,11 +180,12 @@ final class SQLiteTableStorage: TableStorage {
     }
 
     func update(
-        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool
+        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool,
+        owner: String? = nil
     ) async throws(TableStorageError) -> TableRow {
         try await run { db in
             var row = try Self.current(
-                db, table, id: id, expectedVersion: expectedVersion, allowDeleted: allowDeleted)
+                db, table, id: id, expectedVersion: expectedVersion, allowDeleted: allowDeleted, owner: owner)
             if replace {
                 row.fields = fields
             } else {
@@ -178,11 +203,12 @@ final class SQLiteTableStorage: TableStorage {
         }
     }
 
-    func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?) async throws(TableStorageError)
-        -> TableRow
+    func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String? = nil)
+        async throws(TableStorageError) -> TableRow
     {
         try await run { db in
-            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion, allowDeleted: false)
+            var row = try Self.current(
+                db, table, id: id, expectedVersion: expectedVersion, allowDeleted: false, owner: owner)
             if soft {
                 row.deleted = true
                 (row.updatedAt, row.version) = try self.tick(db)
@@ -194,9 +220,11 @@ final class SQLiteTableStorage: TableStorage {
         }
     }
 
-    func undelete(_ table: String, id: String, expectedVersion: Int64?) async throws(TableStorageError) -> TableRow {
+    func undelete(_ table: String, id: String, expectedVersion: Int64?, owner: String? = nil)
+        async throws(TableStorageError) -> TableRow
+    {
         try await run { db in
-            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion)
+            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion, owner: owner)
             row.deleted = false
             (row.updatedAt, row.version) = try self.tick(db)
             try Self.write(db, table, row, insert: false)
@@ -226,6 +254,9 @@ final class SQLiteTableStorage: TableStorage {
     ) {
         let columns = Columns(wire: wire)
         var condition = SQLFragment(query.includeDeleted ? "1" : "deleted = 0")
+        if let owner = query.owner {
+            condition = condition + SQLFragment(" AND owner = ?", [.text(owner)])
+        }
         if let filter = query.filter {
             do {
                 condition = SQLFragment("(") + condition + SQLFragment(") AND ") + (try filter.sql(columns))

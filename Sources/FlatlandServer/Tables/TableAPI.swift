@@ -16,6 +16,8 @@ struct TableAPI: Sendable {
         var pageSize = 50
         /// The largest `$top` accepted; more is a 400.
         var maxTop = 1000
+        /// The largest body read; more is a 413 (the server checks it while reading the body).
+        var maxBodyBytes = TableServing.defaultMaxBodyBytes
     }
 
     let storage: any TableStorage
@@ -42,9 +44,10 @@ struct TableAPI: Sendable {
     }
 
     /// The reply to a request whose path starts with `/tables`, or nil for any other path.
+    /// `authenticate` names the caller a session token belongs to.
     func respond(
         method: String, path: String, query: [String: String], headers: [String: String], body: [UInt8],
-        baseURL: String
+        baseURL: String, authenticate: (String) -> SampleAPI.Caller = { _ in .invalid }
     ) async -> Reply? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         guard parts.first == "tables" else { return nil }
@@ -52,6 +55,11 @@ struct TableAPI: Sendable {
             return Self.error(404, "no such route: \(path)")
         }
         guard let table = tables[parts[1].lowercased()] else { return Self.error(404, "no table '\(parts[1])'") }
+        let owner: String?
+        switch Self.admit(Self.caller(headers, authenticate), to: table) {
+        case .failure(let refusal): return refusal.reply
+        case .success(let o): owner = o
+        }
         let wire: TableWire
         switch protocolVersion(query: query, headers: headers) {
         case .failure(let refusal): return refusal.reply
@@ -60,7 +68,8 @@ struct TableAPI: Sendable {
         let id = parts.count == 3 ? parts[2].removingPercentEncoding ?? parts[2] : nil
         if let id, let problem = Self.idProblem(id) { return Self.error(400, problem) }
         let request = TableRequest(
-            api: self, table: table, wire: wire, query: query, headers: headers, body: body, baseURL: baseURL)
+            api: self, table: table, wire: wire, query: query, headers: headers, body: body, baseURL: baseURL,
+            owner: owner)
         switch (method, id) {
         case ("GET", nil): return await request.list(path: path)
         case ("GET", let id?): return await request.lookup(id)
@@ -70,6 +79,36 @@ struct TableAPI: Sendable {
         case ("PUT", let id?): return await request.update(id, replace: true)
         case ("DELETE", let id?): return await request.delete(id)
         default: return Self.error(405, "\(method) is not allowed on \(path)")
+        }
+    }
+
+    /// Who sent a request: the user of the session token in `Authorization: Bearer …` or
+    /// `X-ZUMO-AUTH` (both given: they must name the same session), anonymous without either,
+    /// invalid for anything else.
+    static func caller(_ headers: [String: String], _ authenticate: (String) -> SampleAPI.Caller) -> SampleAPI.Caller {
+        var tokens: [String] = []
+        if let authorization = headers["authorization"] {
+            guard authorization.hasPrefix("Bearer ") else { return .invalid }
+            tokens.append(String(authorization.dropFirst(7)))
+        }
+        if let zumo = headers["x-zumo-auth"] { tokens.append(zumo) }
+        guard let token = tokens.first else { return .anonymous }
+        guard tokens.allSatisfy({ $0 == token }), !token.isEmpty else { return .invalid }
+        return authenticate(token)
+    }
+
+    /// Whether `caller` may use `table`: the owner that scopes its rows (a per-user table's
+    /// caller; nil for the others), or the 401/403 refusal.
+    static func admit(_ caller: SampleAPI.Caller, to table: TableDefinition) -> Result<String?, TableRefusal> {
+        let needsToken =
+            "the table '\(table.name)' needs a valid session token (Authorization: Bearer … or X-ZUMO-AUTH)"
+        switch (caller, table.access) {
+        case (.invalid, _): return .failure(TableRefusal(error(401, "unknown session token")))
+        case (_, .anonymous): return .success(nil)
+        case (.anonymous, _): return .failure(TableRefusal(error(401, needsToken)))
+        case (.pending, _): return .failure(TableRefusal(error(403, "the session is not confirmed yet (PUT /session)")))
+        case (.user, .authenticated): return .success(nil)
+        case (.user(let me), .perUser): return .success(me)
         }
     }
 
@@ -137,6 +176,8 @@ struct TableRequest {
     let headers: [String: String]
     let body: [UInt8]
     let baseURL: String
+    /// The owner whose rows this request sees (a per-user table); nil: every row.
+    let owner: String?
 
     typealias Reply = TableAPI.Reply
 
@@ -219,7 +260,7 @@ struct TableRequest {
 
     func lookup(_ id: String) async -> Reply {
         let row: TableRow?
-        do { row = try await storage.row(table.name, id: id) } catch { return failure(error) }
+        do { row = try await storage.row(table.name, id: id, owner: owner) } catch { return failure(error) }
         guard let row else { return TableAPI.error(404, "The item does not exist") }
         if row.deleted, !includeDeleted {
             return wire.version == .v3
@@ -247,7 +288,7 @@ struct TableRequest {
         let id = parsed.id ?? UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         if let problem = TableAPI.idProblem(id) { return TableAPI.error(400, problem) }
         do {
-            let row = try await storage.insert(table.name, id: id, fields: parsed.fields)
+            let row = try await storage.insert(table.name, id: id, fields: parsed.fields, owner: owner)
             var reply = rowReply(row, status: 201)
             reply.headers.append(("Location", baseURL + TableQueryPath.rowPath(table.name, id)))
             return reply
@@ -282,7 +323,7 @@ struct TableRequest {
         do {
             let row = try await storage.update(
                 table.name, id: id, fields: parsed.fields, replace: replace, expectedVersion: expected.version,
-                allowDeleted: wire.version != .v3 || includeDeleted)
+                allowDeleted: wire.version != .v3 || includeDeleted, owner: owner)
             return rowReply(row)
         } catch {
             return conditional(expected.fromHeader, error)
@@ -293,7 +334,7 @@ struct TableRequest {
         let expected = expectation(bodyVersion: nil)
         do {
             let row = try await storage.delete(
-                table.name, id: id, soft: table.softDelete, expectedVersion: expected.version)
+                table.name, id: id, soft: table.softDelete, expectedVersion: expected.version, owner: owner)
             return wire.version == .v3 ? Reply(status: 204) : rowReply(row)
         } catch {
             return conditional(expected.fromHeader, error)
@@ -303,7 +344,8 @@ struct TableRequest {
     func undelete(_ id: String) async -> Reply {
         let expected = expectation(bodyVersion: nil)
         do {
-            let row = try await storage.undelete(table.name, id: id, expectedVersion: expected.version)
+            let row = try await storage.undelete(
+                table.name, id: id, expectedVersion: expected.version, owner: owner)
             return rowReply(row)
         } catch {
             return conditional(expected.fromHeader, error)
@@ -350,6 +392,7 @@ struct TableRequest {
         // One row more than a page, to know whether another page follows.
         rowQuery.top = (top ?? api.configuration.pageSize) + (top == nil ? 1 : 0)
         rowQuery.includeDeleted = includeDeleted
+        rowQuery.owner = owner
         rowQuery.includeCount =
             parameter("$inlinecount")?.lowercased() == "allpages" || parameter("$count")?.lowercased() == "true"
         let result: (rows: [TableRow], count: Int?)

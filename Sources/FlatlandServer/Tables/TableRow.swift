@@ -9,11 +9,15 @@ public struct TableDefinition: Sendable, Hashable {
     /// Whether a delete marks the row `deleted` (kept, and sent to incremental pulls) instead of
     /// removing it.
     public var softDelete: Bool
+    /// Who may read and write it (see <doc:ServingTables>): anyone by default.
+    public var access: TableAccess
 
-    /// A table of free-form JSON rows.
-    public init(name: String, softDelete: Bool = true) {
+    /// A table of free-form JSON rows. Every table accepts an insert without an `id` (or with
+    /// `"id": null`) and gives the row a server-generated one: 32 lowercase hex characters.
+    public init(name: String, softDelete: Bool = true, access: TableAccess = .anonymous) {
         self.name = name
         self.softDelete = softDelete
+        self.access = access
     }
 
     /// Whether `name` may name a table: 1 to 64 letters, digits, `_` or `-`.
@@ -24,6 +28,24 @@ public struct TableDefinition: Sendable, Hashable {
                     || b == 0x2D
             }
     }
+}
+
+/// Who may use a table served at `/tables/{name}`.
+///
+/// A caller is known by a session token of the server's users, sent as `Authorization: Bearer
+/// <token>` or `X-ZUMO-AUTH: <token>` (as the Azure clients send it). Under every level a request
+/// *with* a token the server does not know is a 401, as in the seed's API.
+public enum TableAccess: String, Sendable, Hashable, CaseIterable {
+    /// Anyone, with or without a token (the default, and the default `todoitem` table's).
+    case anonymous
+    /// Any confirmed session of the server's users: no token is a 401, an unconfirmed
+    /// registration a 403.
+    case authenticated
+    /// As ``authenticated``, and each row belongs to the user who inserted it: another user's
+    /// rows are absent from queries and a 404 on lookup, update, delete and undelete; an insert
+    /// of an id another user owns is a 409 without the row. The owner is kept beside the row on
+    /// the server and never sent on the wire.
+    case perUser
 }
 
 /// One row of a table as the server keeps it: the client's fields and the system properties

@@ -8,6 +8,8 @@ struct TableRowQuery: Sendable {
     var top: Int
     var includeDeleted = false
     var includeCount = false
+    /// Only the rows of this owner (a ``TableAccess/perUser`` table's caller); nil: every row.
+    var owner: String?
 }
 
 /// A write or read the storage refused, with the row as it is where that matters.
@@ -38,25 +40,32 @@ struct TableStorageError: Error, Sendable, CustomStringConvertible {
 ///
 /// Every write is one transaction; `updatedAt` comes from the storage's clock and is strictly
 /// increasing over every write, `version` from its counter.
+///
+/// `owner` scopes a call to one user's rows (``TableAccess/perUser``): an insert records it, and
+/// every other call sees a row of another owner (or of none) as absent; an insert of such an id
+/// fails with ``TableStorageError/Code/exists`` without the row. Nil sees every row.
 protocol TableStorage: Sendable {
     /// Creates what the tables need (idempotent).
     func prepare(_ tables: [TableDefinition]) async throws(TableStorageError)
     /// Inserts a row; fails with ``TableStorageError/Code/exists`` (and the existing row).
-    func insert(_ table: String, id: String, fields: JSONObject) async throws(TableStorageError) -> TableRow
+    func insert(_ table: String, id: String, fields: JSONObject, owner: String?) async throws(TableStorageError)
+        -> TableRow
     /// The row with this id, soft-deleted or not.
-    func row(_ table: String, id: String) async throws(TableStorageError) -> TableRow?
+    func row(_ table: String, id: String, owner: String?) async throws(TableStorageError) -> TableRow?
     /// Writes fields into a row: merged (PATCH) or replacing them (PUT). With an expected version,
     /// fails with ``TableStorageError/Code/versionMismatch`` unless it is the row's.
     /// With `allowDeleted` false, a soft-deleted row fails with ``TableStorageError/Code/deleted``.
     func update(
-        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool
+        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool,
+        owner: String?
     ) async throws(TableStorageError) -> TableRow
     /// Deletes a row: marks it deleted (soft) or removes it. Returns the row as it ends. A row
     /// already soft-deleted fails with ``TableStorageError/Code/deleted``.
-    func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?) async throws(TableStorageError)
-        -> TableRow
+    func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String?)
+        async throws(TableStorageError) -> TableRow
     /// Clears a row's `deleted` mark.
-    func undelete(_ table: String, id: String, expectedVersion: Int64?) async throws(TableStorageError) -> TableRow
+    func undelete(_ table: String, id: String, expectedVersion: Int64?, owner: String?) async throws(TableStorageError)
+        -> TableRow
     /// The rows a query selects, and their number when asked for.
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?

@@ -1,0 +1,181 @@
+import FlatlandJSON
+import FlatlandServer
+import Testing
+
+/// Who may use the table routes: every route, for each access level and each kind of sender
+/// (no token, a wrong token, another user's token, the owner's), over loopback.
+@Suite("Tables: every route, every access level, every kind of sender")
+struct TableAuthorizationTests {
+    static let v2 = ["ZUMO-API-VERSION": "2.0.0"]
+
+    /// One table of each access level, named after it.
+    static let configuration = SampleServer.Configuration(
+        population: .init(users: 4, sessions: 2),
+        tables: TableServing(tables: TableAccess.allCases.map { TableDefinition(name: $0.rawValue, access: $0) }))
+
+    enum Route: String, CaseIterable {
+        case list, lookup, insert, patch, put, delete, undelete
+
+        var method: String {
+            switch self {
+            case .list, .lookup: "GET"
+            case .insert, .undelete: "POST"
+            case .patch: "PATCH"
+            case .put: "PUT"
+            case .delete: "DELETE"
+            }
+        }
+
+        /// The path on `table` (the owner's row is `r`; an insert is of a new row).
+        func path(_ table: String) -> String {
+            self == .list || self == .insert ? "/tables/\(table)" : "/tables/\(table)/r"
+        }
+
+        var body: String? {
+            switch self {
+            case .insert: #"{"id":"new","text":"new"}"#
+            case .patch: #"{"text":"patched"}"#
+            case .put: #"{"text":"put"}"#
+            default: nil
+            }
+        }
+
+        var success: Int { self == .insert ? 201 : 200 }
+    }
+
+    /// Every row of `table` as `token` sees it, deleted ones too.
+    func rows(_ table: String, token: String?, port: Int) async throws -> [JSONValue] {
+        let reply = try await request(
+            port: port, "GET", "/tables/\(table)?__includeDeleted=true", token: token, headers: Self.v2)
+        #expect(reply.status == 200)
+        return reply.json?.items ?? []
+    }
+
+    @Test(arguments: TableAccess.allCases, Sender.allCases)
+    func everyRoute(access: TableAccess, sender: Sender) async throws {
+        try await withServer(Self.configuration) { server, port in
+            let table = access.rawValue
+            let ownerToken = Sender.owner.token(server)
+            let seeded = try await request(
+                port: port, "POST", "/tables/\(table)", token: ownerToken, body: #"{"id":"r","text":"mine"}"#,
+                headers: Self.v2)
+            #expect(seeded.status == 201)
+            let before = try await rows(table, token: ownerToken, port: port)
+
+            let allowed: Bool
+            switch (access, sender) {
+            case (_, .wrongToken): allowed = false
+            case (.anonymous, _), (_, .owner), (.authenticated, .otherUser): allowed = true
+            case (_, .nobody), (.perUser, .otherUser): allowed = false
+            }
+            for route in Route.allCases {
+                let reply = try await request(
+                    port: port, route.method, route.path(table), token: sender.token(server), body: route.body,
+                    headers: Self.v2)
+                let expected: Int
+                if allowed {
+                    expected = route.success
+                } else if sender == .wrongToken || sender == .nobody {
+                    expected = 401
+                } else {
+                    // Another user on a per-user table: the owner's row does not exist for them;
+                    // the table does, with only their own rows.
+                    expected = route == .list || route == .insert ? route.success : 404
+                }
+                #expect(reply.status == expected, "\(route) \(table) as \(sender): \(reply.status)")
+                #expect(reply.status < 400 || reply.json?["error"]?.stringValue != nil, "\(route): a JSON error")
+                if route == .list, reply.status == 200 {
+                    let ids = reply.json?.items.compactMap { $0["id"]?.stringValue }
+                    #expect(ids == (access == .perUser && sender == .otherUser ? [] : ["r"]), "\(ids ?? [])")
+                }
+                if route == .lookup, reply.status == 200 { #expect(reply.json?["text"] == .string("mine")) }
+            }
+            let after = try await rows(table, token: ownerToken, port: port)
+            if !allowed {
+                // Nothing a refused sender sent changed what the owner sees.
+                #expect(after == before)
+            } else {
+                let row = after.first { $0["id"] == .string("r") }
+                #expect(row?["text"] == .string("put"))
+                #expect(after.contains { $0["id"] == .string("new") })
+            }
+            if access == .perUser, sender == .otherUser {
+                // Their insert is theirs: they see it, and only it.
+                let theirs = try await rows(table, token: sender.token(server), port: port)
+                #expect(theirs.compactMap { $0["id"]?.stringValue } == ["new"])
+                #expect(theirs.first?["text"] == .string("new"))
+            }
+        }
+    }
+
+    @Test func inAPerUserTableAnInsertOfAnotherUsersIdIsA409WithoutTheirRow() async throws {
+        try await withServer(Self.configuration) { server, port in
+            let owner = Sender.owner.token(server)
+            let other = Sender.otherUser.token(server)
+            _ = try await request(
+                port: port, "POST", "/tables/perUser", token: owner, body: #"{"id":"r","text":"secret"}"#,
+                headers: Self.v2)
+            let taken = try await request(
+                port: port, "POST", "/tables/perUser", token: other, body: #"{"id":"r","text":"mine now"}"#,
+                headers: Self.v2)
+            #expect(taken.status == 409)
+            #expect(taken.json?["error"]?.stringValue != nil)
+            #expect(!String(decoding: taken.body, as: UTF8.self).contains("secret"))
+            #expect(taken.headers["etag"] == nil)
+            // The owner's own duplicate gets the existing row, as in any table.
+            let again = try await request(
+                port: port, "POST", "/tables/perUser", token: owner, body: #"{"id":"r","text":"again"}"#,
+                headers: Self.v2)
+            #expect(again.status == 409)
+            #expect(again.json?["text"] == .string("secret"))
+            // Even with the row's own ETag, another user's write finds nothing.
+            let tag = try #require(again.headers["etag"])
+            for method in ["PATCH", "PUT", "DELETE"] {
+                let write = try await request(
+                    port: port, method, "/tables/perUser/r", token: other, body: method == "DELETE" ? nil : "{}",
+                    headers: Self.v2.merging(["If-Match": tag]) { $1 })
+                #expect(write.status == 404, "\(method)")
+                #expect(write.headers["etag"] == nil)
+            }
+            let still = try await request(port: port, "GET", "/tables/perUser/r", token: owner, headers: Self.v2)
+            #expect(still.headers["etag"] == tag)
+            let filtered = try await request(
+                port: port, "GET", "/tables/perUser?$filter=id%20eq%20'r'&$inlinecount=allpages", token: other,
+                headers: Self.v2)
+            #expect(filtered.json?["count"] == .number(JSONNumber(0)))
+        }
+    }
+
+    @Test func anUnconfirmedRegistrationIsA403WhereATokenIsNeededAndXZumoAuthCarriesATokenToo() async throws {
+        try await withServer(Self.configuration) { server, port in
+            let registered = try await request(port: port, "POST", "/session", body: #"{"email":"ada@example.com"}"#)
+            let pending = try #require(registered.json?["token"]?.stringValue)
+            for access in [TableAccess.authenticated, .perUser] {
+                let reply = try await request(
+                    port: port, "GET", "/tables/\(access.rawValue)", token: pending, headers: Self.v2)
+                #expect(reply.status == 403)
+            }
+            #expect(
+                try await request(port: port, "GET", "/tables/anonymous", token: pending, headers: Self.v2).status
+                    == 200)
+
+            let owner = try #require(Sender.owner.token(server))
+            let other = try #require(Sender.otherUser.token(server))
+            let zumo = try await request(
+                port: port, "POST", "/tables/perUser", body: #"{"id":"z"}"#,
+                headers: Self.v2.merging(["X-ZUMO-AUTH": owner]) { $1 })
+            #expect(zumo.status == 201)
+            let mine = try await request(port: port, "GET", "/tables/perUser/z", token: owner, headers: Self.v2)
+            #expect(mine.status == 200)
+            // Two tokens that disagree, or a non-bearer Authorization: 401 even on an open table.
+            let mixed = try await request(
+                port: port, "GET", "/tables/anonymous", token: owner,
+                headers: Self.v2.merging(["X-ZUMO-AUTH": other]) { $1 })
+            #expect(mixed.status == 401)
+            let basic = try await request(
+                port: port, "GET", "/tables/anonymous", headers: Self.v2.merging(["Authorization": "Basic eDp5"]) { $1 }
+            )
+            #expect(basic.status == 401)
+        }
+    }
+}
