@@ -89,6 +89,7 @@ let package = Package(
             name: "FlatlandHTTPTests",
             dependencies: [
                 "FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON", "FlatlandSQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

@@ -122,6 +122,11 @@ public struct IngestOptions: Sendable {
         var isEmpty: Bool { start == nil && total == nil && nextLink == nil }
     }
 
+    /// A condition of this ingest alone, asked after the store's own (``StoreHooks/condition``)
+    /// for each entity as its object ends: false leaves the entity out of the store and of the
+    /// task's collection. (A sync pull leaves out the rows with local changes not yet pushed.)
+    public var condition: (@Sendable (IncomingEntity) -> Bool)? = nil
+
     /// Options; every argument has a default.
     public init(
         resolver: any IdentityResolver = PrefixedIDResolver(),

@@ -108,7 +108,10 @@ public final class Ingestor {
         self.endpoint = endpoint
         self.taskID = taskID
         registry = context.registry
-        condition = context.condition
+        switch (context.condition, options.condition) {
+        case (let store?, let own?): condition = { store($0) && own($0) }
+        case (let store, let own): condition = store ?? own
+        }
         rules = options.resolver as? RuleResolver
         let types = context.registry.types
         knownTypes = types.keys.sorted().compactMap { types[$0] }
@@ -134,7 +137,7 @@ public final class Ingestor {
         looksForVersionKeys = options.versionKey != nil || types.values.contains { $0.dataVersionKeyBytes != nil }
         idKeyLength = idKey?.count ?? -1
         mergeInPlace =
-            options.versionKey == nil && options.badEntity == .failResponse && context.condition == nil
+            options.versionKey == nil && options.badEntity == .failResponse && condition == nil
         let envelope = options.envelope
         itemsKey = envelope.items
         let names = envelope.memberNames

@@ -41,10 +41,14 @@ extension Store {
     ///   committed or made for a store of another registry, or for work the persistence cannot
     ///   run; ``IngestError/Code-swift.struct/persistence`` when the persistence or the work
     ///   failed (``IngestError/underlying`` says which). The store is then unchanged.
+    ///
+    /// - Parameter removing: ids removed in the same commit (those that exist), from the records
+    ///   and from every collection: a sync pull removes the rows the server says are deleted
+    ///   with the page that says so.
     @discardableResult
-    public func commit(_ batch: IngestBatch, alongside work: (any StoreTransactionWork)? = nil) throws(IngestError)
-        -> IngestResult
-    {
+    public func commit(
+        _ batch: IngestBatch, removing: [String] = [], alongside work: (any StoreTransactionWork)? = nil
+    ) throws(IngestError) -> IngestResult {
         guard !batch.committed else {
             throw IngestError(code: .misuse, message: "the batch has already been committed")
         }
@@ -55,7 +59,8 @@ extension Store {
         do {
             // The batch is handed over: an empty store may take its drafts as its records.
             defer { batch.pending = PendingBatch() }
-            var result = try apply(&batch.pending, taskID: batch.taskID, endpoint: batch.endpoint, alongside: work)
+            var result = try apply(
+                &batch.pending, taskID: batch.taskID, endpoint: batch.endpoint, removing: removing, alongside: work)
             result.skipped = batch.skipped
             result.bytes = batch.bytes
             result.page = batch.page

@@ -232,16 +232,19 @@ public final class Store: StoreReader, @unchecked Sendable {
     ///
     /// - Throws: ``StoreWriteError``.
     func apply(_ batch: inout PendingBatch, taskID: String?, endpoint: String?) throws -> IngestResult {
-        try apply(&batch, taskID: taskID, endpoint: endpoint, alongside: nil)
+        try apply(&batch, taskID: taskID, endpoint: endpoint, removing: [], alongside: nil)
     }
 
-    /// Applies a batch atomically with `work` in the same persistence transaction.
+    /// Applies a batch atomically, with the removal of `removing` and `work` in the same
+    /// persistence transaction.
     func apply(
-        _ batch: inout PendingBatch, taskID: String?, endpoint: String?, alongside work: (any StoreTransactionWork)?
+        _ batch: inout PendingBatch, taskID: String?, endpoint: String?, removing: [String],
+        alongside work: (any StoreTransactionWork)?
     ) throws(StoreWriteError) -> IngestResult {
         var write = StoreWrite()
         swap(&write.batch, &batch)
         write.ingest = (taskID, endpoint)
+        write.removed = removing
         let result = try commit(&write, alongside: work)
         return IngestResult(
             taskCollection: result.taskCollection!, endpointCollection: result.endpointCollection,

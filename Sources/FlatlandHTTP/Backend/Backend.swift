@@ -77,14 +77,14 @@ public final class Backend: Sendable {
     ///
     /// An identical GET (same URL and headers that matter) launched while one is in flight
     /// returns that task instead of going to the network again. A request launched with its own
-    /// `ingestOptions` is never joined (two sets of options cannot be compared).
+    /// `ingestOptions` or `commitPlan` is never joined (two of them cannot be compared).
     ///
     /// A `304 Not Modified` answer to a request that carries `If-None-Match` is a success: the
     /// task's result has status 304 and no ingest, and the store keeps what it has.
     @discardableResult
     public func launch(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
-        ingestOptions: IngestOptions? = nil
+        ingestOptions: IngestOptions? = nil, commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
     )
         -> HTTPTask
     {
@@ -101,12 +101,13 @@ public final class Backend: Sendable {
             task.complete(.failure(HTTPError(.invalidRequest, "\(path) does not form a URL").stamped(task.request)))
             return task
         }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method, url: url, endpoint: path, headers: allHeaders, body: body, taskID: id,
             timeout: configuration.timeout, ingestOptions: ingestOptions)
+        request.commitPlan = commitPlan
         let key =
             configuration.deduplicatesGETs && (method == .get || method == .head) && body == nil
-                && ingestOptions == nil
+                && ingestOptions == nil && commitPlan == nil
             ? "\(method) \(url.absoluteString)\n\(allHeaders.canonical(ignoring: configuration.headersIgnoredForDeduplication))"
             : nil
         let task = HTTPTask(id: id, request: request)
@@ -154,9 +155,11 @@ public final class Backend: Sendable {
     @discardableResult
     public func send(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
-        ingestOptions: IngestOptions? = nil
+        ingestOptions: IngestOptions? = nil, commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
     ) async throws(HTTPError) -> HTTPResult {
-        try await launch(method, path, body: body, headers: headers, ingestOptions: ingestOptions).value
+        try await launch(
+            method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan
+        ).value
     }
 
     // MARK: Tasks in flight
@@ -254,7 +257,20 @@ public final class Backend: Sendable {
                 HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: nil))
         }
         do throws(IngestError) {
-            let ingest = try store.commit(pending.ingestor.finish())
+            let batch = try pending.ingestor.finish()
+            var plan = ResponseCommit()
+            if let commitPlan = task.request.commitPlan {
+                do {
+                    plan = try commitPlan(batch)
+                } catch {
+                    return .failure(
+                        HTTPError(
+                            .persistence, "the response's commit plan failed: \(error)", status: response.status,
+                            underlying: "\(error)"
+                        ).stamped(task.request))
+                }
+            }
+            let ingest = try store.commit(batch, removing: plan.removing, alongside: plan.alongside)
             return .success(
                 HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: ingest))
         } catch {

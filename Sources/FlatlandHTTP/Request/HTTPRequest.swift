@@ -27,8 +27,13 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     /// ``Backend/Configuration/ingestOptions``. A table client gives its own (its rows' identity
     /// rule and envelope).
     public var ingestOptions: IngestOptions?
+    /// What else the commit of a successful response's body does, decided once the body is
+    /// read and before it is written: ids to remove and work to run in the same transaction (a
+    /// sync push drops the operation it sent; a pull saves its delta token with the page). Nil
+    /// commits the body alone. Not called for a response without a body.
+    public var commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)?
 
-    /// A request; the backend builds these from ``Backend/launch(_:_:body:headers:ingestOptions:)``.
+    /// A request; the backend builds these from ``Backend/launch(_:_:body:headers:ingestOptions:commitPlan:)``.
     public init(
         method: HTTPMethod, url: URL, endpoint: String, headers: HTTPHeaders = [:], body: [UInt8]? = nil,
         taskID: String = "", attempt: Int = 1, timeout: TimeInterval = 60, ingestOptions: IngestOptions? = nil
@@ -62,4 +67,18 @@ public struct HTTPResponseHead: Sendable, Hashable {
 
     /// Whether the status is 2xx.
     public var isSuccess: Bool { (200..<300).contains(status) }
+}
+
+/// What a response's commit does besides writing its body (``HTTPRequest/commitPlan``).
+public struct ResponseCommit: Sendable {
+    /// Ids removed from the store in the same commit.
+    public var removing: [String]
+    /// Work run in the same persistence transaction (FlatlandSQLite's `SQLiteTransactionWork`).
+    public var alongside: (any StoreTransactionWork)?
+
+    /// A plan; nothing besides the body by default.
+    public init(removing: [String] = [], alongside: (any StoreTransactionWork)? = nil) {
+        self.removing = removing
+        self.alongside = alongside
+    }
 }

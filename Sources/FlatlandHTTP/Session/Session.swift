@@ -119,13 +119,14 @@ public final class Session: Sendable {
     /// Whether the session is still active (not logged out).
     public var isActive: Bool { !ended.current }
 
-    /// Launches a request in this session: see ``Backend/launch(_:_:body:headers:ingestOptions:)``.
+    /// Launches a request in this session: see ``Backend/launch(_:_:body:headers:ingestOptions:commitPlan:)``.
     @discardableResult
     public func launch(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
-        ingestOptions: IngestOptions? = nil
+        ingestOptions: IngestOptions? = nil, commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
     ) -> HTTPTask {
-        backend.launch(method, path, body: body, headers: headers, ingestOptions: ingestOptions)
+        backend.launch(
+            method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan)
     }
 
     /// Launches a request and calls `completion` with its result.
@@ -141,9 +142,10 @@ public final class Session: Sendable {
     @discardableResult
     public func send(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
-        ingestOptions: IngestOptions? = nil
+        ingestOptions: IngestOptions? = nil, commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
     ) async throws(HTTPError) -> HTTPResult {
-        try await backend.send(method, path, body: body, headers: headers, ingestOptions: ingestOptions)
+        try await backend.send(
+            method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan)
     }
 
     /// Ends the session: cancels what is in flight and waits for it, forgets the token, wipes
