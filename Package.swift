@@ -40,7 +40,10 @@ let package = Package(
             ]
         ),
         .target(name: "FlatlandHTTP", dependencies: ["Flatland"]),
-        .target(name: "FlatlandSync", dependencies: ["Flatland", "FlatlandHTTP"]),
+        .target(
+            name: "FlatlandSync",
+            dependencies: ["Flatland", "FlatlandHTTP", "FlatlandSQLite", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .target(
             name: "FlatlandServer",
             dependencies: [
@@ -73,7 +76,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FlatlandSyncTests",
-            dependencies: ["FlatlandSync", "FlatlandHTTP", "Flatland", "FlatlandJSON", "FlatlandServer"]
+            dependencies: [
+                "FlatlandSync", "FlatlandHTTP", "Flatland", "FlatlandJSON", "FlatlandServer", "FlatlandSQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON", "CFlatlandSIMD"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),

@@ -108,13 +108,19 @@ struct TableEngine: Sendable {
     ///
     /// - Parameter start: the position of the answer's first row, for a page whose request does
     ///   not say it (`$skip`), so that its rows take their places in the endpoint collection.
+    ///   - condition: which rows of the answer are written (all when nil).
+    ///   - commitPlan: what else the answer's commit does (``HTTPRequest/commitPlan``).
     func send(
-        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:], start: Int? = nil
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:], start: Int? = nil,
+        condition: (@Sendable (IncomingEntity) -> Bool)? = nil,
+        commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
     ) async throws(TableError<JSONObject>) -> HTTPResult {
         var options = ingestOptions
         if let start { options.page.start = start }
+        if let condition { options.condition = condition }
         do {
-            return try await session.send(method, path, body: body, headers: headers, ingestOptions: options)
+            return try await session.send(
+                method, path, body: body, headers: headers, ingestOptions: options, commitPlan: commitPlan)
         } catch {
             throw mapped(error)
         }

@@ -1,0 +1,183 @@
+import Flatland
+import FlatlandHTTP
+import FlatlandJSON
+import FlatlandSQLite
+import GRDB
+import Synchronization
+
+/// What a pull did.
+public struct PullResult: Sendable, Hashable {
+    /// The table.
+    public var table: String
+    /// The pages read.
+    public var pages: Int
+    /// The rows the server sent.
+    public var rows: Int
+    /// The local rows removed because the server marked them deleted.
+    public var deleted: Int
+    /// The rows left as they are locally because they have operations not pushed yet.
+    public var skipped: Int
+    /// The delta token after the pull: the largest `updatedAt` seen, as the server wrote it
+    /// (nil for a pull without a query id).
+    public var token: String?
+}
+
+extension OfflineTable {
+    /// Brings the server's rows in, one page per request, each page streamed into the store and
+    /// committed in one transaction together with the new delta token.
+    ///
+    /// With a `queryID` the pull is incremental: it asks for `(filter) and (updatedAt ge token)`
+    /// (`gt` in v3) ordered by `updatedAt`, `pageSize` rows at a time, re-paged as the v2
+    /// clients do (when a page raises the token the filter moves to it and `$skip` starts again
+    /// at 0, otherwise `$skip` advances), and a crash or a dropped connection resumes from the
+    /// last whole page. Without one it reads the whole query. Rows marked deleted are removed
+    /// locally; rows with operations not pushed yet are left as they are (local changes win
+    /// until pushed). When the table has operations queued, the queue is pushed first, and the
+    /// pull is cancelled (``SyncErrorCode/pushFailed``) if that does not empty the table's.
+    public func pull(queryID: String? = nil, query: TableQuery = TableQuery(), pageSize: Int = 50)
+        async throws(SyncError) -> PullResult
+    {
+        guard pageSize > 0 else { throw SyncError(.invalidRow, "the page size is \(pageSize)", table: name) }
+        if !(try context.operations(table: name)).isEmpty {
+            let pushed = await context.push()
+            if !(try context.operations(table: name)).isEmpty {
+                throw SyncError(
+                    .pushFailed, "the push before the pull left operations in the queue", table: name, push: pushed)
+            }
+        }
+        let table = name
+        var token: TableTimestamp?
+        if let queryID {
+            let text = try context.transaction { db in try SyncQueue.token(db, table: table, queryID: queryID) }
+            token =
+                try text.map { text throws(SyncError) in
+                    do {
+                        return try TableTimestamp(parsing: text)
+                    } catch {
+                        throw SyncError(.store, "the stored delta token '\(text)' is not a date", table: table)
+                    }
+                } ?? .epoch
+        }
+        var result = PullResult(table: name, pages: 0, rows: 0, deleted: 0, skipped: 0, token: token?.description)
+        var skip = 0
+        while true {
+            let page = try await pullPage(query: query, token: token, skip: skip, pageSize: pageSize, queryID: queryID)
+            result.pages += 1
+            result.rows += page.rows
+            result.deleted += page.deleted
+            result.skipped += page.skipped
+            if let newest = page.newest, token.map({ newest > $0 }) ?? false {
+                token = newest
+                result.token = newest.description
+                skip = 0
+            } else {
+                skip += page.rows
+            }
+            if page.rows < pageSize { break }
+        }
+        return result
+    }
+
+    /// What one page did.
+    struct PageTally: Sendable {
+        var rows = 0
+        var deleted = 0
+        var skipped = 0
+        var deletedIDs: [String] = []
+        var newest: TableTimestamp?
+    }
+
+    private func pullPage(query: TableQuery, token: TableTimestamp?, skip: Int, pageSize: Int, queryID: String?)
+        async throws(SyncError) -> PageTally
+    {
+        let table = name
+        let engine = engine
+        guard let updatedName = engine.wireName(.updatedAt), let deletedName = engine.wireName(.deleted) else {
+            throw SyncError(.invalidRow, "the protocol has no updatedAt", table: table)
+        }
+        var request = query
+        request.includeDeleted = true
+        if let token {
+            let since = TableFilter.comparison(
+                .field(updatedName), engine.version == .v3 ? .gt : .ge, .literal(.date(token)))
+            request.filter = query.filter.map { .and($0, since) } ?? since
+            request.orderBy = [.ascending(updatedName)]
+        }
+        request.skip = skip
+        request.top = pageSize
+        if engine.version == .v1, request.systemProperties == nil {
+            request.systemProperties = (context.options.systemProperties ?? []).union([.updatedAt, .deleted, .version])
+        }
+        let path: String
+        do {
+            path = try engine.queryPath(request)
+        } catch {
+            throw SyncError(.invalidRow, error.message, table: table)
+        }
+        let pending = try context.transaction { db in try SyncQueue.pendingIDs(db, table: table) }
+        let tally = Mutex(PageTally())
+        let prefix = engine.prefix
+        let store = store
+        let condition: @Sendable (IncomingEntity) -> Bool = { entity in
+            let fields = entity.untypedFields ?? JSONObject()
+            let id = TableRowID.serverID(fromStoreID: entity.id, prefix: prefix)
+            var stamp: TableTimestamp?
+            if case .string(let text)? = fields[updatedName] { stamp = try? TableTimestamp(parsing: text) }
+            return tally.withLock { t in
+                t.rows += 1
+                if let stamp, t.newest.map({ stamp > $0 }) ?? true { t.newest = stamp }
+                if pending.contains(id) {
+                    t.skipped += 1
+                    return false
+                }
+                if fields[deletedName] == .bool(true) {
+                    if store.contains(entity.id) {
+                        t.deleted += 1
+                        t.deletedIDs.append(entity.id)
+                    }
+                    return false
+                }
+                return true
+            }
+        }
+        let commitPlan: @Sendable (IngestBatch) throws -> ResponseCommit = { _ in
+            let page = tally.withLock { $0 }
+            var work: SQLiteTransactionWork?
+            if let queryID, let newest = page.newest, token.map({ newest > $0 }) ?? true {
+                let text = newest.description
+                work = SQLiteTransactionWork { db in
+                    try SyncQueue.setToken(db, table: table, queryID: queryID, token: text)
+                }
+            }
+            return ResponseCommit(removing: page.deletedIDs, alongside: work)
+        }
+        do {
+            _ = try await engine.send(.get, path, start: skip, condition: condition, commitPlan: commitPlan)
+        } catch {
+            throw SyncError(.http, error.message, table: table, tableError: error)
+        }
+        return tally.withLock { $0 }
+    }
+
+    /// Drops the table's local rows, its queued operations and its delta tokens, in one
+    /// transaction; with a `queryID`, resets that query's token only.
+    ///
+    /// - Throws: ``SyncErrorCode/pendingOperations`` when the table has operations not pushed
+    ///   yet and `force` is false.
+    public func purge(queryID: String? = nil, force: Bool = false) throws(SyncError) {
+        let table = name
+        if let queryID {
+            try context.transaction { db in try SyncQueue.purge(db, table: table, queryID: queryID) }
+            return
+        }
+        let pending = try context.operations(table: table)
+        guard pending.isEmpty || force else {
+            throw SyncError(
+                .pendingOperations, "\(pending.count) operations are not pushed yet (purge with force to drop them)",
+                table: table)
+        }
+        var change = StoreChange()
+        for id in store.ids(prefix: prefix) { change.remove(id) }
+        try context.commit(change) { db in try SyncQueue.purge(db, table: table, queryID: nil) }
+    }
+}

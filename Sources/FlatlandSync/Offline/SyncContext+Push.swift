@@ -1,0 +1,347 @@
+import Flatland
+import FlatlandHTTP
+import FlatlandJSON
+import FlatlandSQLite
+import GRDB
+import Synchronization
+
+/// A conflict met by a push: the server refused an operation with 412 or 409.
+public struct SyncConflict: Sendable {
+    /// The operation.
+    public var operation: SyncOperation
+    /// The status (412 or 409).
+    public var status: Int
+    /// The local row (nil for a delete).
+    public var localItem: JSONObject?
+    /// The server's row, when it sent one.
+    public var serverItem: JSONObject?
+}
+
+/// How a conflict is settled.
+public enum ConflictResolution: Sendable {
+    /// Send the local row again, over the server's version.
+    case clientWins
+    /// Take the server's row locally and drop the operation.
+    case serverWins
+    /// Drop the operation and the local row.
+    case discard
+    /// Put this row locally, based on the server's version, and keep the operation for the next
+    /// push.
+    case replace(JSONObject)
+    /// Stop the push; the operation stays.
+    case abort
+}
+
+/// Decides a conflict.
+public typealias ConflictHandler = @Sendable (SyncConflict) async -> ConflictResolution
+
+/// The built-in conflict handlers.
+public enum ConflictPolicy {
+    /// The local change wins: it is sent again over the server's version.
+    public static let clientWins: ConflictHandler = { _ in .clientWins }
+    /// The server's row wins: it replaces the local one, and the operation is dropped.
+    public static let serverWins: ConflictHandler = { _ in .serverWins }
+}
+
+/// What a push did to one operation.
+public struct PushOutcome: Sendable, Hashable {
+    /// How it ended.
+    public enum Result: String, Sendable, Hashable {
+        /// The server took it; it left the queue.
+        case ok
+        /// A conflict nobody resolved: the operation stays, failed, with the server's row.
+        case conflict
+        /// Another error: the operation stays, failed.
+        case error
+        /// A conflict the handler settled.
+        case resolved
+    }
+
+    /// The operation's place in the queue.
+    public var sequence: Int64
+    /// Its table.
+    public var table: String
+    /// The row's server id.
+    public var id: String
+    /// Its kind.
+    public var kind: SyncOperation.Kind
+    /// The server's status (nil when no answer came).
+    public var status: Int?
+    /// How it ended.
+    public var result: Result
+}
+
+/// What a push did.
+public struct PushResult: Sendable, Hashable {
+    /// One outcome per operation sent, in order.
+    public var outcomes: [PushOutcome] = []
+    /// Why the push stopped early (a network error, a 401, a cancel, a handler's abort); every
+    /// operation not settled stays in the queue.
+    public var abortReason: String?
+
+    /// Whether the push stopped early.
+    public var aborted: Bool { abortReason != nil }
+    /// Whether every operation sent was settled (ok or resolved) and none stopped the push.
+    public var succeeded: Bool { !aborted && outcomes.allSatisfy { $0.result == .ok || $0.result == .resolved } }
+}
+
+extension SyncContext {
+    /// Sends the queue in order, one request per operation.
+    ///
+    /// Each success writes the server's answer to the local row in the transaction that drops
+    /// the operation. A network error, a 401 or a cancel stops the push and keeps every
+    /// operation (those sent as attempted). Other errors are recorded on their operation and the
+    /// push goes on. A delete answered 404 or 410 is a success. An insert sent before whose
+    /// answer was lost, answered 409 now, is checked against the server's row (fetched with a
+    /// `GET`): the same data is a success, other data a conflict. Conflicts (412, 409) go to
+    /// `onConflict`; without one the operation stays, failed, with the server's row.
+    public func push(onConflict: ConflictHandler? = nil) async -> PushResult {
+        var result = PushResult()
+        let operations: [SyncOperation]
+        do {
+            operations = try self.operations()
+        } catch {
+            result.abortReason = "\(error)"
+            return result
+        }
+        defer { setInFlight(nil) }
+        for queued in operations {
+            // The queue may have changed while earlier operations were sent.
+            guard let operation = try? transaction({ db in try SyncQueue.operation(db, sequence: queued.sequence) })
+            else { continue }
+            var outcome = PushOutcome(
+                sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
+                status: nil, result: .ok)
+            let step = await pushOne(operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1)
+            result.outcomes.append(outcome)
+            if case .abort(let reason) = step {
+                result.abortReason = reason
+                break
+            }
+        }
+        return result
+    }
+
+    enum PushStep {
+        case next
+        case abort(String)
+    }
+
+    private func pushOne(
+        _ operation: SyncOperation, onConflict: ConflictHandler?, outcome: inout PushOutcome, retriesLeft: Int
+    ) async -> PushStep {
+        let engine = engine(for: operation.table)
+        let sequence = operation.sequence
+        let wasAttempted = operation.state == .attempted
+        do {
+            try transaction { db in try SyncQueue.setState(db, sequence: sequence, .attempted) }
+        } catch {
+            return .abort("\(error)")
+        }
+        setInFlight(sequence)
+        let dropOperation: @Sendable (IngestBatch) throws -> ResponseCommit = { _ in
+            ResponseCommit(alongside: SQLiteTransactionWork { db in try SyncQueue.remove(db, sequence: sequence) })
+        }
+        do {
+            let answer: HTTPResult
+            switch operation.kind {
+            case .insert, .update:
+                let storeID = engine.storeID(operation.itemID)
+                guard let local = engine.row(storeID) else {
+                    try? transaction { db in
+                        try SyncQueue.recordFailure(
+                            db, sequence: sequence, status: nil, serverItem: nil, rawBody: [],
+                            error: "the local row is gone")
+                    }
+                    outcome.result = .error
+                    return .next
+                }
+                let data = OfflineTable.data(local)
+                let body = try engine.body(id: operation.itemID, keys: data.keys) { writer in
+                    for (key, value) in data {
+                        writer.key(key)
+                        writer.value(value)
+                    }
+                }
+                var headers: HTTPHeaders = [:]
+                if operation.kind == .update, let version = operation.version {
+                    headers["If-Match"] = TableVersionHeader.quoted(version)
+                }
+                let method: HTTPMethod =
+                    operation.kind == .insert ? .post : engine.version == .v3 ? .put : .patch
+                let path = try engine.rowPath(operation.kind == .insert ? nil : operation.itemID)
+                answer = try await engine.send(method, path, body: body, headers: headers, commitPlan: dropOperation)
+            case .delete:
+                var headers: HTTPHeaders = [:]
+                if let version = operation.version { headers["If-Match"] = TableVersionHeader.quoted(version) }
+                answer = try await engine.send(
+                    .delete, try engine.rowPath(operation.itemID), headers: headers, condition: { _ in false },
+                    commitPlan: dropOperation)
+            }
+            outcome.status = answer.status
+            if answer.ingest == nil {
+                // No body (a 204): nothing was committed with it.
+                try transaction { db in try SyncQueue.remove(db, sequence: sequence) }
+            }
+            outcome.result = .ok
+            return .next
+        } catch let error as TableError<JSONObject> {
+            outcome.status = error.status
+            return await handle(
+                error, operation: operation, engine: engine, wasAttempted: wasAttempted, onConflict: onConflict,
+                outcome: &outcome, retriesLeft: retriesLeft)
+        } catch {
+            return .abort("\(error)")
+        }
+    }
+
+    private func handle(
+        _ error: TableError<JSONObject>, operation: SyncOperation, engine: TableEngine, wasAttempted: Bool,
+        onConflict: ConflictHandler?, outcome: inout PushOutcome, retriesLeft: Int
+    ) async -> PushStep {
+        let sequence = operation.sequence
+        // The network, a cancel, or a 401: nothing more can go through now.
+        if error.code == .http, let http = error.httpError,
+            http.code == .transport || http.code == .cancelled || http.status == 401
+        {
+            outcome.result = .error
+            return .abort(http.status == 401 ? "the server answered 401" : http.message)
+        }
+        if operation.kind == .delete, error.code == .notFound || error.code == .gone {
+            try? transaction { db in try SyncQueue.remove(db, sequence: sequence) }
+            outcome.result = .ok
+            return .next
+        }
+        guard error.code == .preconditionFailed || error.code == .conflict else {
+            record(error, sequence: sequence)
+            outcome.result = .error
+            return .next
+        }
+        var serverItem = error.serverItemJSON
+        if operation.kind == .insert, error.code == .conflict, wasAttempted {
+            // The first POST may have been committed with its answer lost: the 409's body proves
+            // nothing, the server's row does.
+            if let fetched = await fetch(operation.itemID, engine: engine) {
+                let local = engine.row(engine.storeID(operation.itemID))
+                if let local, OfflineTable.sameData(local, fetched) {
+                    if (try? adopt(fetched, engine: engine, dropping: sequence)) != nil {
+                        outcome.result = .ok
+                        return .next
+                    }
+                }
+                serverItem = fetched
+            }
+        }
+        let conflict = SyncConflict(
+            operation: operation, status: error.status ?? 0,
+            localItem: operation.kind == .delete ? operation.item : engine.row(engine.storeID(operation.itemID)),
+            serverItem: serverItem)
+        guard let onConflict else {
+            record(error, sequence: sequence, serverItem: serverItem)
+            outcome.result = .conflict
+            return .next
+        }
+        let serverVersion = serverItem.flatMap { item -> String? in
+            guard let name = engine.wireName(.version), case .string(let v)? = item[name] else { return nil }
+            return v
+        }
+        switch await onConflict(conflict) {
+        case .abort:
+            record(error, sequence: sequence, serverItem: serverItem)
+            outcome.result = .conflict
+            return .abort("the conflict handler stopped the push at operation \(sequence)")
+        case .serverWins:
+            guard let serverItem, (try? adopt(serverItem, engine: engine, dropping: sequence)) != nil else {
+                record(error, sequence: sequence, serverItem: serverItem)
+                outcome.result = .conflict
+                return .next
+            }
+            outcome.result = .resolved
+            return .next
+        case .discard:
+            var change = StoreChange()
+            change.remove(engine.storeID(operation.itemID))
+            try? commit(change) { db in try SyncQueue.remove(db, sequence: sequence) }
+            outcome.result = .resolved
+            return .next
+        case .replace(let row):
+            var change = StoreChange()
+            var fields = OfflineTable.data(row)
+            if let name = engine.wireName(.version), let serverVersion { fields[name] = .string(serverVersion) }
+            change.upsert(id: engine.storeID(operation.itemID), fields: fields)
+            let kind: SyncOperation.Kind = operation.kind == .insert ? .update : operation.kind
+            try? commit(change) { db in
+                try SyncQueue.collapse(db, sequence: sequence, kind: kind, version: serverVersion, item: operation.item)
+                try SyncQueue.setState(db, sequence: sequence, .pending)
+            }
+            outcome.result = .resolved
+            return .next
+        case .clientWins:
+            guard retriesLeft > 0, serverVersion != nil || operation.kind != .insert else {
+                record(error, sequence: sequence, serverItem: serverItem)
+                outcome.result = .conflict
+                return .next
+            }
+            // Over the server's version: an insert of a row the server has becomes an update.
+            let kind: SyncOperation.Kind = operation.kind == .insert ? .update : operation.kind
+            try? transaction { db in
+                try SyncQueue.collapse(db, sequence: sequence, kind: kind, version: serverVersion, item: operation.item)
+            }
+            guard let again = try? transaction({ db in try SyncQueue.operation(db, sequence: sequence) }) else {
+                return .next
+            }
+            let step = await pushOne(again, onConflict: nil, outcome: &outcome, retriesLeft: retriesLeft - 1)
+            if outcome.result == .ok { outcome.result = .resolved }
+            return step
+        }
+    }
+
+    /// Records a failed attempt on its operation.
+    private func record(_ error: TableError<JSONObject>, sequence: Int64, serverItem: JSONObject? = nil) {
+        let item = serverItem ?? error.serverItemJSON
+        try? transaction { db in
+            try SyncQueue.recordFailure(
+                db, sequence: sequence, status: error.status, serverItem: item, rawBody: error.body,
+                error: error.message)
+        }
+    }
+
+    /// The server's row, read without touching the store.
+    private func fetch(_ id: String, engine: TableEngine) async -> JSONObject? {
+        let seen = Mutex<JSONObject?>(nil)
+        do {
+            _ = try await engine.send(
+                .get, try engine.rowPath(id),
+                condition: { entity in
+                    if let fields = entity.untypedFields {
+                        var row: JSONObject = ["id": .string(id)]
+                        for (key, value) in fields where key != "id" { row[key] = value }
+                        seen.withLock { $0 = row }
+                    }
+                    return false
+                })
+        } catch {
+            return nil
+        }
+        return seen.withLock { $0 }
+    }
+
+    /// Puts the server's row in place of the local one and drops the operation, in one commit.
+    private func adopt(_ serverItem: JSONObject, engine: TableEngine, dropping sequence: Int64) throws(SyncError) {
+        var fields = serverItem
+        fields["id"] = nil
+        var change = StoreChange()
+        change.upsert(id: engine.storeID(TableEngine.idText(serverItem["id"]) ?? ""), fields: fields)
+        try commit(change) { db in try SyncQueue.remove(db, sequence: sequence) }
+    }
+}
+
+extension OfflineTable {
+    /// Whether two rows hold the same data members (order aside; system properties and ids aside).
+    static func sameData(_ a: JSONObject, _ b: JSONObject) -> Bool {
+        let x = data(a)
+        let y = data(b)
+        guard x.count == y.count else { return false }
+        return x.allSatisfy { y[$0.key] == $0.value }
+    }
+}

@@ -1,0 +1,153 @@
+import Flatland
+import FlatlandHTTP
+import FlatlandJSON
+import FlatlandSQLite
+import GRDB
+import Synchronization
+
+/// The offline side of a session's tables: local rows, the queue of changes to push, and the
+/// delta tokens of incremental pulls, all in the session's own SQLite file.
+///
+/// A local write and its queue entry are one transaction; a pushed operation leaves the queue in
+/// the transaction that writes the server's answer; a pulled page and its delta token are one
+/// transaction. A crash at any point leaves a state a later push or pull continues from, with
+/// nothing lost or applied twice.
+///
+/// ```swift
+/// let session = try Session(user: "ada", environment: env, storage: .persistent(storage), configuration: configuration)
+/// let sync = try SyncContext(session: session)
+/// let todos = sync.table("todoitem")
+/// let row = try todos.insert(["text": "Buy milk"])      // local, queued
+/// let pushed = await sync.push(onConflict: ConflictPolicy.serverWins)
+/// let pulled = try await todos.pull(queryID: "all")     // incremental, resumable
+/// ```
+public final class SyncContext: Sendable {
+    /// The session the tables talk through; its store holds the local rows.
+    public let session: Session
+    /// How every table of the context talks to the server.
+    public let options: TableOptions
+
+    struct TableSettings: Sendable {
+        var prefix: String
+        var collapses: Bool
+    }
+
+    private struct State {
+        var tables: [String: TableSettings] = [:]
+        var inFlight: Set<Int64> = []
+    }
+
+    private let state = Mutex(State())
+
+    /// A context for `session`, whose store must be kept in SQLite (a session made with
+    /// FlatlandSQLite's session storage); creates the queue's tables in its file when missing.
+    ///
+    /// - Throws: ``SyncErrorCode/notPersistent``, or ``SyncErrorCode/store`` when the file
+    ///   cannot be written.
+    public init(session: Session, options: TableOptions = TableOptions()) throws(SyncError) {
+        guard session.store.persistence is SQLitePersistence else {
+            throw SyncError(.notPersistent, "the session's store is not kept in SQLite; the queue lives in its file")
+        }
+        self.session = session
+        self.options = options
+        try transaction { db in try SyncQueue.create(db) }
+    }
+
+    /// An untyped offline table. `prefix` names its rows' store ids (by default made from the
+    /// name); `collapses: false` sends every change as its own request, in order;
+    /// `serverAssignsIDs` is remembered in the file for the table.
+    public func table(
+        _ name: String, prefix: String? = nil, collapses: Bool = true, serverAssignsIDs: Bool = false
+    ) -> OfflineTable {
+        let settings = TableSettings(prefix: prefix ?? TableRowID.prefix(forTable: name), collapses: collapses)
+        state.withLock { $0.tables[name] = settings }
+        if serverAssignsIDs { try? transaction { db in try SyncQueue.setServerAssignsIDs(db, table: name) } }
+        return OfflineTable(context: self, name: name, engine: engine(for: name))
+    }
+
+    func settings(_ table: String) -> TableSettings {
+        state.withLock { $0.tables[table] }
+            ?? TableSettings(prefix: TableRowID.prefix(forTable: table), collapses: true)
+    }
+
+    func engine(for table: String) -> TableEngine {
+        TableEngine(session: session, name: table, prefix: settings(table).prefix, options: options)
+    }
+
+    var inFlight: Set<Int64> { state.withLock { $0.inFlight } }
+
+    func setInFlight(_ sequence: Int64?) {
+        state.withLock { s in
+            if let sequence { s.inFlight.insert(sequence) } else { s.inFlight.removeAll() }
+        }
+    }
+
+    // MARK: The queue
+
+    /// The queue, in push order; only `table`'s operations when given.
+    public func operations(table: String? = nil) throws(SyncError) -> [SyncOperation] {
+        try transaction { db in try SyncQueue.operations(db, table: table) }
+    }
+
+    /// The operations that failed, with their status and the server's row.
+    public func failedOperations() throws(SyncError) -> [SyncOperation] {
+        try operations().filter { $0.state == .failed }
+    }
+
+    /// Drops one operation from the queue; the local row stays as it is (a later pull brings
+    /// the server's row back over it).
+    public func cancel(_ sequence: Int64) throws(SyncError) {
+        try transaction { db in
+            guard try SyncQueue.operation(db, sequence: sequence) != nil else {
+                throw SyncError(.notFound, "no operation \(sequence) in the queue")
+            }
+            try SyncQueue.remove(db, sequence: sequence)
+        }
+    }
+
+    /// Changes the version one operation sends as `If-Match` (after settling a conflict by
+    /// hand), and makes it pending again.
+    public func edit(_ sequence: Int64, version: String?) throws(SyncError) {
+        try transaction { db in
+            guard try SyncQueue.operation(db, sequence: sequence) != nil else {
+                throw SyncError(.notFound, "no operation \(sequence) in the queue")
+            }
+            try SyncQueue.setVersion(db, sequence: sequence, version)
+            try SyncQueue.setState(db, sequence: sequence, .pending)
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in a transaction of the session's file (through an empty commit of the store,
+    /// so it is serialized with every other write).
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) throws(SyncError) -> T {
+        let result = Mutex<T?>(nil)
+        try commit(StoreChange()) { db in
+            let value = try body(db)
+            result.withLock { $0 = value }
+        }
+        return result.withLock { $0 }!
+    }
+
+    /// Commits `change` to the store with `work` in the same transaction. A ``SyncError`` the work
+    /// throws comes back as it is; the store is then unchanged.
+    func commit(_ change: StoreChange, _ work: @escaping @Sendable (Database) throws -> Void) throws(SyncError) {
+        do {
+            try session.store.commit(change, alongside: SQLiteTransactionWork(work))
+        } catch {
+            throw SyncContext.unwrap(error)
+        }
+    }
+
+    /// The ``SyncError`` inside a store's error, or a ``SyncErrorCode/store`` error.
+    static func unwrap(_ error: any Error) -> SyncError {
+        if let error = error as? SyncError { return error }
+        if let error = error as? StoreWriteError, let inner = error.underlying {
+            return unwrap(inner)
+        }
+        if let error = error as? IngestError, let inner = error.underlying { return unwrap(inner) }
+        if let error = error as? HTTPError, let inner = error.ingest?.underlying { return unwrap(inner) }
+        return SyncError(.store, "\(error)")
+    }
+}

@@ -1,0 +1,196 @@
+import FlatlandJSON
+import Foundation
+import GRDB
+
+/// The operation queue, the delta tokens and the tables' settings, as SQL on the session's own
+/// SQLite file: every function runs inside a transaction the caller holds (the store's commit),
+/// so a local write and its operation are written together or not at all.
+enum SyncQueue {
+    static let schema = [
+        """
+        CREATE TABLE IF NOT EXISTS flatland_sync_operations (
+            sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+            table_name TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'pending',
+            version TEXT,
+            item BLOB,
+            changes INTEGER NOT NULL DEFAULT 1,
+            status INTEGER,
+            server_item BLOB,
+            raw_body BLOB,
+            error TEXT
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS flatland_sync_operations_item ON flatland_sync_operations (table_name, item_id)",
+        """
+        CREATE TABLE IF NOT EXISTS flatland_sync_tokens (
+            table_name TEXT NOT NULL, query_id TEXT NOT NULL, token TEXT NOT NULL,
+            PRIMARY KEY (table_name, query_id)
+        )
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS flatland_sync_tables (
+            table_name TEXT PRIMARY KEY, server_ids INTEGER NOT NULL DEFAULT 0
+        )
+        """,
+    ]
+
+    static func create(_ db: Database) throws {
+        for statement in schema { try db.execute(sql: statement) }
+    }
+
+    // MARK: Reading
+
+    static let columns =
+        "sequence, table_name, item_id, kind, state, version, item, changes, status, server_item, raw_body, error"
+
+    static func operation(_ row: Row) -> SyncOperation {
+        func object(_ bytes: Data?) -> JSONObject? {
+            guard let bytes, case .object(let o)? = try? JSONValue(parsing: Array(bytes)) else { return nil }
+            return o
+        }
+        return SyncOperation(
+            sequence: row["sequence"], table: row["table_name"], itemID: row["item_id"],
+            kind: SyncOperation.Kind(rawValue: row["kind"]) ?? .update,
+            state: SyncOperation.State(rawValue: row["state"]) ?? .pending, version: row["version"],
+            item: object(row["item"]), changes: row["changes"], status: row["status"],
+            serverItem: object(row["server_item"]), rawBody: (row["raw_body"] as Data?).map { Array($0) },
+            error: row["error"])
+    }
+
+    /// Every operation, in queue order; only `table`'s when given.
+    static func operations(_ db: Database, table: String? = nil) throws -> [SyncOperation] {
+        if let table {
+            return try Row.fetchAll(
+                db, sql: "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? ORDER BY sequence",
+                arguments: [table]
+            ).map(operation)
+        }
+        return try Row.fetchAll(db, sql: "SELECT \(columns) FROM flatland_sync_operations ORDER BY sequence")
+            .map(operation)
+    }
+
+    /// The operation with this sequence number.
+    static func operation(_ db: Database, sequence: Int64) throws -> SyncOperation? {
+        try Row.fetchOne(
+            db, sql: "SELECT \(columns) FROM flatland_sync_operations WHERE sequence = ?", arguments: [sequence]
+        ).map(operation)
+    }
+
+    /// The operations of one row, in queue order.
+    static func operations(_ db: Database, table: String, itemID: String) throws -> [SyncOperation] {
+        try Row.fetchAll(
+            db,
+            sql:
+                "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? AND item_id = ? ORDER BY sequence",
+            arguments: [table, itemID]
+        ).map(operation)
+    }
+
+    /// The server ids of `table`'s rows with an operation in the queue.
+    static func pendingIDs(_ db: Database, table: String) throws -> Set<String> {
+        Set(
+            try String.fetchAll(
+                db, sql: "SELECT DISTINCT item_id FROM flatland_sync_operations WHERE table_name = ?",
+                arguments: [table]))
+    }
+
+    // MARK: Writing
+
+    static func bytes(_ object: JSONObject?) -> Data? {
+        guard let object else { return nil }
+        var writer = JSONWriter()
+        writer.value(.object(object))
+        return Data(writer.bytes)
+    }
+
+    @discardableResult
+    static func append(
+        _ db: Database, table: String, itemID: String, kind: SyncOperation.Kind, version: String?, item: JSONObject?
+    ) throws -> Int64 {
+        try db.execute(
+            sql:
+                "INSERT INTO flatland_sync_operations (table_name, item_id, kind, version, item) VALUES (?, ?, ?, ?, ?)",
+            arguments: [table, itemID, kind.rawValue, version, bytes(item)])
+        return db.lastInsertedRowID
+    }
+
+    static func remove(_ db: Database, sequence: Int64) throws {
+        try db.execute(sql: "DELETE FROM flatland_sync_operations WHERE sequence = ?", arguments: [sequence])
+    }
+
+    /// Collapses a new change into the operation at `sequence`: its kind, version and item may
+    /// change, it counts one change more, and it is pending again.
+    static func collapse(
+        _ db: Database, sequence: Int64, kind: SyncOperation.Kind, version: String?, item: JSONObject?
+    ) throws {
+        try db.execute(
+            sql: """
+                UPDATE flatland_sync_operations
+                SET kind = ?, version = ?, item = ?, changes = changes + 1
+                WHERE sequence = ?
+                """,
+            arguments: [kind.rawValue, version, bytes(item), sequence])
+    }
+
+    static func setState(_ db: Database, sequence: Int64, _ state: SyncOperation.State) throws {
+        try db.execute(
+            sql: "UPDATE flatland_sync_operations SET state = ? WHERE sequence = ?",
+            arguments: [state.rawValue, sequence])
+    }
+
+    static func setVersion(_ db: Database, sequence: Int64, _ version: String?) throws {
+        try db.execute(
+            sql: "UPDATE flatland_sync_operations SET version = ? WHERE sequence = ?", arguments: [version, sequence])
+    }
+
+    static func recordFailure(
+        _ db: Database, sequence: Int64, status: Int?, serverItem: JSONObject?, rawBody: [UInt8], error: String
+    ) throws {
+        try db.execute(
+            sql: """
+                UPDATE flatland_sync_operations
+                SET state = 'failed', status = ?, server_item = ?, raw_body = ?, error = ?
+                WHERE sequence = ?
+                """,
+            arguments: [status, bytes(serverItem), Data(rawBody), error, sequence])
+    }
+
+    // MARK: Tokens and tables
+
+    static func token(_ db: Database, table: String, queryID: String) throws -> String? {
+        try String.fetchOne(
+            db, sql: "SELECT token FROM flatland_sync_tokens WHERE table_name = ? AND query_id = ?",
+            arguments: [table, queryID])
+    }
+
+    static func setToken(_ db: Database, table: String, queryID: String, token: String) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO flatland_sync_tokens (table_name, query_id, token) VALUES (?, ?, ?)",
+            arguments: [table, queryID, token])
+    }
+
+    static func purge(_ db: Database, table: String, queryID: String?) throws {
+        if let queryID {
+            try db.execute(
+                sql: "DELETE FROM flatland_sync_tokens WHERE table_name = ? AND query_id = ?",
+                arguments: [table, queryID])
+        } else {
+            try db.execute(sql: "DELETE FROM flatland_sync_tokens WHERE table_name = ?", arguments: [table])
+            try db.execute(sql: "DELETE FROM flatland_sync_operations WHERE table_name = ?", arguments: [table])
+        }
+    }
+
+    static func serverAssignsIDs(_ db: Database, table: String) throws -> Bool {
+        try Bool.fetchOne(
+            db, sql: "SELECT server_ids FROM flatland_sync_tables WHERE table_name = ?", arguments: [table]) ?? false
+    }
+
+    static func setServerAssignsIDs(_ db: Database, table: String) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO flatland_sync_tables (table_name, server_ids) VALUES (?, 1)",
+            arguments: [table])
+    }
+}
