@@ -22,8 +22,15 @@ struct TableEngine: Sendable {
         self.prefix = prefix
         self.options = options
         var ingest = session.backend.configuration.ingestOptions
-        ingest.resolver = RuleResolver([RuleResolver.Rule(prefix: prefix, idKey: "id", nested: false)])
         ingest.envelope = options.protocolVersion == .v3 ? .datasync : .results
+        // A row is an object with an `id` at the top (a bare array's element, a single row) or
+        // in the envelope's items array (`results`, `items`). The ingest counts the objects of
+        // an envelope's array as nested (the envelope might have turned out an entity), so the
+        // second rule lets them through by their parent key; objects inside a row stay fields.
+        ingest.resolver = RuleResolver([
+            RuleResolver.Rule(prefix: prefix, idKey: "id", nested: false),
+            RuleResolver.Rule(prefix: prefix, idKey: "id", parentKeys: Set(ingest.envelope.items.map { [$0] } ?? [])),
+        ])
         ingest.endpointEnvelopes = []
         ingest.unknownPrefix = .untyped
         ingestOptions = ingest
