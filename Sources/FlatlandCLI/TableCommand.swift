@@ -103,7 +103,7 @@ struct TableCommand: AsyncParsableCommand {
         guard let action else { return }  // the verb's help was printed
         let table = try makeTable()
         let output = TableOutput(
-            protocol: tableProtocol, systemProperties: tableProtocol == .v1 ? (try systemPropertySet() ?? []) : nil)
+            dropsETagVersion: tableProtocol == .v1 && !(table.options.systemProperties ?? []).contains(.version))
         do {
             try await action.perform(on: table, output: output)
         } catch {
@@ -321,11 +321,11 @@ enum TableAction {
                 for row in table.rows(in: page) { output.row(row) }
             }
         case .get(let id):
-            output.row(try await table.lookup(id).item)
+            output.row(try await table.lookup(id).item, single: true)
         case .insert(let row):
-            output.row(try await table.insert(row).item)
+            output.row(try await table.insert(row).item, single: true)
         case .update(let row):
-            output.row(try await table.update(row).item)
+            output.row(try await table.update(row).item, single: true)
         case .delete(let id, let version):
             try await table.delete(id, version: version)
         }
@@ -336,19 +336,17 @@ enum TableAction {
 
 /// How rows and failures are printed.
 struct TableOutput {
-    let `protocol`: TableProtocol
-    /// v1: the system properties asked for (nil in v2 and v3).
-    let systemProperties: SystemProperties?
+    /// v1 without `__version` asked for: a single row's answer loses the `__version` that the
+    /// library took from the response's `ETag` (the server's body did not carry it).
+    let dropsETagVersion: Bool
 
-    /// A row as one line. In v1 a row shows only the system properties asked for: the server
-    /// returns only those, and the version a response's `ETag` carries is not added to it.
-    func row(_ row: JSONObject) {
+    /// A row as one line, as the server sent it. The library stores the version a single row's
+    /// `ETag` carries; in v1, when `__version` was not asked for, that copy is left out, so a
+    /// row shows exactly the system properties asked for.
+    func row(_ row: JSONObject, single: Bool = false) {
         var row = row
-        if let systemProperties {
-            let unasked = SystemProperties.all.subtracting(systemProperties)
-            let names = [SystemProperties.createdAt, .updatedAt, .version, .deleted].filter { unasked.contains($0) }
-                .compactMap { TableProtocol.v1.name(of: $0) }
-            row = JSONObject(row.members.filter { !names.contains($0.key) })
+        if single, dropsETagVersion, let name = TableProtocol.v1.name(of: .version) {
+            row = JSONObject(row.members.filter { $0.key != name })
         }
         line(.object(row))
     }
