@@ -361,20 +361,21 @@ struct TableOutput {
     /// found or gone exits 4, a request refused before it was sent is a usage error (2),
     /// anything else 1.
     func failure(_ error: TableError<JSONObject>, verb: TableVerb) -> CLIFailure {
+        // The server's own words (a 404 of a table, a 400 of a filter) follow the library's.
+        var message = "\(error)"
+        let body = error.bodyText.trimmingCharacters(in: .whitespacesAndNewlines)
+        if !body.isEmpty { message += ": " + String(body.prefix(500)) }
         switch error.code {
         case .preconditionFailed, .conflict:
             let status = error.status ?? (error.code == .conflict ? 409 : 412)
             let item: JSONValue = error.serverItemJSON.map { .object($0) } ?? .null
             line(.object(["status": .number(JSONNumber(status)), "serverItem": item]))
-            return CLIFailure(message: "\(error)", exitCode: 3)
+            return CLIFailure(message: message, exitCode: 3)
         case .notFound, .gone:
-            return CLIFailure(message: "\(error)", exitCode: verb == .get ? 4 : 1)
+            return CLIFailure(message: message, exitCode: verb == .get ? 4 : 1)
         case .invalidRequest:
-            return CLIFailure.usage("\(error)")
+            return CLIFailure.usage(message)
         default:
-            var message = "\(error)"
-            let body = error.bodyText.trimmingCharacters(in: .whitespacesAndNewlines)
-            if !body.isEmpty { message += ": " + String(body.prefix(500)) }
             return CLIFailure(message: message, exitCode: 1)
         }
     }

@@ -213,6 +213,15 @@ struct TableCLITests {
         }
     }
 
+    @Test("a table the server does not have: exit 1 with the server's words")
+    func unknownTable() throws {
+        let server = try TableServer()
+        let run = try TableClient(server: server, version: "v2").run(["list"], table: "nosuch")
+        #expect(run.status == 1)
+        #expect(run.stderr.hasPrefix("error: "))
+        #expect(run.stderr.contains("no table 'nosuch'"))
+    }
+
     @Test(
         "an answer that is not the row asked for exits 1",
         arguments: [("200 OK", "[]"), ("200 OK", "not json"), ("404 Not Found", "{}")])
