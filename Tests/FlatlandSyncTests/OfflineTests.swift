@@ -374,3 +374,44 @@ struct OfflineTests {
         }
     }
 }
+
+@Suite("Offline tables: rows hard-deleted on the server")
+struct ReconcileTests {
+    @Test(arguments: ReconcileMethod.allCases)
+    func reconcileRemovesRowsTheServerNoLongerHasButNotPendingOnes(_ method: ReconcileMethod) async throws {
+        let serving = TableServing(
+            tables: [TableDefinition(name: "todoitem"), TableDefinition(name: "hard", softDelete: false)],
+            protocols: [.v2, .v3])
+        let server = SampleServer(configuration: .init(population: .init(users: 1, sessions: 1), tables: serving))
+        let port = try await server.start()
+        defer { Task { await server.stop() } }
+        let writer = try Device(port: port)
+        let reader = try Device(port: port)
+        defer {
+            writer.remove()
+            reader.remove()
+        }
+        let source = writer.sync.table("hard")
+        for i in 0..<5 { try source.insert(["id": .string("h\(i)"), "text": "x"]) }
+        #expect(await writer.sync.push().succeeded)
+        let target = reader.sync.table("hard")
+        _ = try await target.pull(queryID: "all")
+        #expect(target.rows().count == 5)
+        try source.delete("h1")
+        try source.delete("h2")
+        #expect(await writer.sync.push().succeeded)
+        // The incremental pull never hears of a hard delete.
+        _ = try await target.pull(queryID: "all")
+        #expect(target.rows().count == 5)
+        // h2 has a local change queued: it stays.
+        try target.update(["id": "h2", "text": "mine"])
+        let result = try await target.reconcile(by: method)
+        #expect(result == ReconcileResult(table: "hard", checked: 4, removed: 1))
+        #expect(target.lookup("h1") == nil)
+        #expect(target.lookup("h2")?.text("text") == "mine")
+        #expect(target.rows().count == 4)
+        await writer.close()
+        await reader.close()
+        await server.stop()
+    }
+}
