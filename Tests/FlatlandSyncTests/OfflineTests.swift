@@ -42,7 +42,7 @@ struct Device {
         configuration.addTableHeaders(protocol: version)
         configuration.filters.append(log.filter)
         session = try Session(
-            user: "device", environment: environment,
+            user: "device", environment: environment, registry: try EntityRegistry([TodoItem.self]),
             storage: .persistent(SQLitePersistence.sessionStorage(in: directory)), configuration: configuration)
         sync = try SyncContext(
             session: session, options: TableOptions(protocol: version, systemProperties: version == .v1 ? .all : nil))
@@ -413,5 +413,53 @@ struct ReconcileTests {
         await writer.close()
         await reader.close()
         await server.stop()
+    }
+}
+
+@Suite("Offline tables of typed rows")
+struct TypedOfflineTests {
+    @Test(arguments: [TableProtocol.v2, .v3])
+    func typedRowsGoOutAndComeBackTyped(_ version: TableProtocol) async throws {
+        try await withSyncServer { _, port in
+            let one = try Device(port: port, protocol: version)
+            let two = try Device(port: port, protocol: version)
+            defer {
+                one.remove()
+                two.remove()
+            }
+            let mine = try one.sync.table("todoitem", of: TodoItem.self)
+            var item = TodoItem(id: mine.newID())
+            item.text = "typed"
+            try mine.insert(item)
+            #expect(mine.lookup(item.id)?.text == "typed")
+            #expect(try one.sync.operations().map(\.kind) == [.insert])
+            #expect(await one.sync.push().succeeded)
+            let pushed = try #require(mine.lookup(item.id))
+            #expect(pushed.system.version != nil && pushed.system.updatedAt != nil)
+
+            let theirs = try two.sync.table("todoitem", of: TodoItem.self)
+            let pulled = try await theirs.pull(queryID: "all")
+            #expect(pulled.rows == 1)
+            let copy = try #require(theirs.lookup(item.id))
+            #expect(copy.text == "typed" && copy.system.version == pushed.system.version)
+
+            // An edit of a stale copy is refused; one of the current copy goes through.
+            var edited = copy
+            edited.complete = true
+            try theirs.update(edited)
+            #expect(await two.sync.push().succeeded)
+            var stale = pushed
+            stale.text = "stale"
+            do throws(SyncError) {
+                _ = try await mine.pull(queryID: "all")
+                try mine.update(stale)
+                Issue.record("a stale typed edit was queued")
+            } catch {
+                #expect(error.code == .staleVersion)
+            }
+            #expect(mine.lookup(item.id)?.complete == true)
+            await one.close()
+            await two.close()
+        }
     }
 }

@@ -119,7 +119,7 @@ extension OfflineTable {
         let prefix = engine.prefix
         let store = store
         let condition: @Sendable (IncomingEntity) -> Bool = { entity in
-            let fields = entity.untypedFields ?? JSONObject()
+            let fields = entity.untypedFields ?? entity.fields
             let id = TableRowID.serverID(fromStoreID: entity.id, prefix: prefix)
             var stamp: TableTimestamp?
             if case .string(let text)? = fields[updatedName] { stamp = try? TableTimestamp(parsing: text) }
