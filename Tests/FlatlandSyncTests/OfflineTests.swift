@@ -463,3 +463,47 @@ struct TypedOfflineTests {
         }
     }
 }
+
+@Suite("Offline tables: local ids for server-assigned keys")
+struct LocalIDTests {
+    @Test func theServersIdReplacesTheLocalOneEverywhereAndTheLocalOneStillResolves() async throws {
+        try await withSyncServer { _, port in
+            let device = try Device(port: port)
+            let reader = try Device(port: port)
+            defer {
+                device.remove()
+                reader.remove()
+            }
+            let todos = device.sync.table("todoitem", serverAssignsIDs: true)
+            #expect(try device.sync.serverAssignsIDs(table: "todoitem"))
+            let parent = try todos.insert(["text": "parent"])
+            let localID = try #require(parent.text("id"))
+            #expect(localID.hasPrefix("local-"))
+            try todos.update(["id": .string(localID), "text": "parent, edited"])
+            let child = try todos.insert(["text": "child", "parent": .string(localID)])
+            let childID = try #require(child.text("id"))
+            #expect(try device.sync.operations().map(\.kind) == [.insert, .insert])
+
+            #expect(await device.sync.push().succeeded)
+            let pushed = try #require(todos.lookup(localID))
+            let serverID = try #require(pushed.text("id"))
+            #expect(!serverID.hasPrefix("local-") && serverID.count == 32)
+            #expect(pushed.text("text") == "parent, edited")
+            #expect(todos.lookup(serverID) == pushed)
+            #expect(!device.session.store.contains(todos.prefix + "-" + localID))
+            // The reference in the other row follows, locally and on the server.
+            let childNow = try #require(todos.lookup(childID))
+            #expect(childNow.text("parent") == serverID)
+            _ = try await reader.sync.table("todoitem").pull()
+            let serverChild = try #require(
+                reader.sync.table("todoitem").rows().first { $0.text("text") == "child" })
+            #expect(serverChild.text("parent") == serverID)
+            // Later changes through the local id reach the server's row.
+            try todos.update(["id": .string(localID), "complete": true])
+            #expect(try device.sync.operations().first?.itemID == serverID)
+            #expect(await device.sync.push().succeeded)
+            await device.close()
+            await reader.close()
+        }
+    }
+}

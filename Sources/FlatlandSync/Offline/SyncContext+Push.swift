@@ -157,7 +157,10 @@ extension SyncContext {
                     return .next
                 }
                 let data = OfflineTable.data(local)
-                let body = try engine.body(id: operation.itemID, keys: data.keys) { writer in
+                // A row made offline in a table whose server names rows: its local id is not sent,
+                // and the server's replaces it everywhere in the commit that takes the answer.
+                let localID = operation.kind == .insert && LocalID.isLocal(operation.itemID) ? operation.itemID : nil
+                let body = try engine.body(id: localID == nil ? operation.itemID : nil, keys: data.keys) { writer in
                     for (key, value) in data {
                         writer.key(key)
                         writer.value(value)
@@ -170,7 +173,13 @@ extension SyncContext {
                 let method: HTTPMethod =
                     operation.kind == .insert ? .post : engine.version == .v3 ? .put : .patch
                 let path = try engine.rowPath(operation.kind == .insert ? nil : operation.itemID)
-                answer = try await engine.send(method, path, body: body, headers: headers, commitPlan: dropOperation)
+                if let localID {
+                    answer = try await LocalID.insert(
+                        localID, operation: operation, path: path, body: body, engine: engine, context: self)
+                } else {
+                    answer = try await engine.send(
+                        method, path, body: body, headers: headers, commitPlan: dropOperation)
+                }
             case .delete:
                 var headers: HTTPHeaders = [:]
                 if let version = operation.version { headers["If-Match"] = TableVersionHeader.quoted(version) }
