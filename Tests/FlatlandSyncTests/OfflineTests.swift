@@ -507,3 +507,48 @@ struct LocalIDTests {
         }
     }
 }
+
+@Suite("Offline tables: progress and observation")
+struct SyncProgressTests {
+    @Test func pushAndPullReportProgressAndEachPageIsOneChangeSet() async throws {
+        try await withSyncServer { _, port in
+            let writer = try Device(port: port)
+            let reader = try Device(port: port)
+            defer {
+                writer.remove()
+                reader.remove()
+            }
+            let progress = writer.sync.progress()
+            for i in 0..<3 { try writer.sync.table("todoitem").insert(["id": .string("g\(i)"), "text": "x"]) }
+            _ = await writer.sync.push()
+            var pushed: [SyncProgress] = []
+            for await event in progress {
+                pushed.append(event)
+                if pushed.count == 3 { break }
+            }
+            #expect(pushed == [.push(sent: 1, total: 3), .push(sent: 2, total: 3), .push(sent: 3, total: 3)])
+
+            for i in 3..<60 { try writer.sync.table("todoitem").insert(["id": .string("g\(i)"), "text": "x"]) }
+            _ = await writer.sync.push()
+            let pulls = reader.sync.progress()
+            let changes = reader.session.store.changes(prefix: "todoitem")
+            let result = try await reader.sync.table("todoitem").pull(queryID: "q", pageSize: 25)
+            var events: [SyncProgress] = []
+            for await event in pulls {
+                events.append(event)
+                if events.count == result.pages { break }
+            }
+            #expect(events.last == .pull(table: "todoitem", pages: result.pages, rows: result.rows))
+            var sets = 0
+            var rows = 0
+            for await set in changes {
+                sets += 1
+                rows += set.inserted.count + set.updated.count
+                if rows >= 60 { break }
+            }
+            #expect(sets <= result.pages)
+            await writer.close()
+            await reader.close()
+        }
+    }
+}

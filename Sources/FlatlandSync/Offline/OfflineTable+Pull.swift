@@ -66,6 +66,7 @@ extension OfflineTable {
             result.rows += page.rows
             result.deleted += page.deleted
             result.skipped += page.skipped
+            context.report(.pull(table: name, pages: result.pages, rows: result.rows))
             if let newest = page.newest, token.map({ newest > $0 }) ?? false {
                 token = newest
                 result.token = newest.description

@@ -114,6 +114,7 @@ extension SyncContext {
                 status: nil, result: .ok)
             let step = await pushOne(operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1)
             result.outcomes.append(outcome)
+            report(.push(sent: result.outcomes.count, total: operations.count))
             if case .abort(let reason) = step {
                 result.abortReason = reason
                 break

@@ -35,6 +35,8 @@ public final class SyncContext: Sendable {
     private struct State {
         var tables: [String: TableSettings] = [:]
         var inFlight: Set<Int64> = []
+        var observers: [Int: AsyncStream<SyncProgress>.Continuation] = [:]
+        var nextObserver = 0
     }
 
     private let state = Mutex(State())
@@ -80,6 +82,28 @@ public final class SyncContext: Sendable {
         state.withLock { s in
             if let sequence { s.inFlight.insert(sequence) } else { s.inFlight.removeAll() }
         }
+    }
+
+    // MARK: Progress
+
+    /// The progress of every later push and pull of this context, as it happens: operations
+    /// settled of the total, pages and rows committed. The sequence ends when the consumer
+    /// stops iterating.
+    public func progress() -> AsyncStream<SyncProgress> {
+        let (stream, continuation) = AsyncStream<SyncProgress>.makeStream(bufferingPolicy: .unbounded)
+        let key = state.withLock { s in
+            s.nextObserver += 1
+            s.observers[s.nextObserver] = continuation
+            return s.nextObserver
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.observers.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    func report(_ progress: SyncProgress) {
+        for observer in state.withLock({ Array($0.observers.values) }) { observer.yield(progress) }
     }
 
     // MARK: The queue
