@@ -29,9 +29,10 @@ struct Device {
     let sync: SyncContext
     let directory: String
 
-    init(port: Int, protocol version: TableProtocol = .v2, directory: String? = nil, log: RequestLog = RequestLog())
-        throws
-    {
+    init(
+        port: Int, protocol version: TableProtocol = .v2, directory: String? = nil, log: RequestLog = RequestLog(),
+        timeout: TimeInterval = 60
+    ) throws {
         let directory =
             directory
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("flatland-device-\(UUID())").path
@@ -41,6 +42,7 @@ struct Device {
         var configuration = Backend.Configuration()
         configuration.addTableHeaders(protocol: version)
         configuration.filters.append(log.filter)
+        configuration.timeout = timeout
         session = try Session(
             user: "device", environment: environment, registry: try EntityRegistry([TodoItem.self]),
             storage: .persistent(SQLitePersistence.sessionStorage(in: directory)), configuration: configuration)
@@ -549,6 +551,171 @@ struct SyncProgressTests {
             #expect(sets <= result.pages)
             await writer.close()
             await reader.close()
+        }
+    }
+}
+
+@Suite("Offline tables: faults and every way to settle a conflict")
+struct PushFaultTests {
+    @Test func aServerErrorIsRecordedAndThePushGoesOnThenTheNextPushSendsItAgain() async throws {
+        try await withSyncServer { server, port in
+            let device = try Device(port: port)
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "e1", "text": "1"])
+            try todos.insert(["id": "e2", "text": "2"])
+            server.tableFaults.inject(.fail(status: 500), method: "POST")
+            let first = await device.sync.push()
+            #expect(!first.aborted)
+            #expect(first.outcomes.map(\.result) == [.error, .ok])
+            #expect(first.outcomes.map(\.status) == [500, 201])
+            let failed = try device.sync.failedOperations()
+            #expect(failed.map(\.itemID) == ["e1"] && failed.first?.status == 500)
+            #expect(failed.first?.rawBody?.isEmpty == false)
+            let second = await device.sync.push()
+            #expect(second.succeeded && second.outcomes.map(\.id) == ["e1"])
+            #expect(try device.sync.operations().isEmpty)
+            await device.close()
+        }
+    }
+
+    @Test func aReplayedUpdateWhoseAnswerWasLostIsASuccessNotAConflict() async throws {
+        try await withSyncServer { server, port in
+            // (On a reused connection the lost answer is noticed only when the wait times out.)
+            let device = try Device(port: port, timeout: 3)
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "u", "text": "1"])
+            #expect(await device.sync.push().succeeded)
+            try todos.update(["id": "u", "text": "2"])
+            server.tableFaults.inject(.loseResponse, method: "PATCH")
+            #expect(await device.sync.push().aborted)
+            let second = await device.sync.push()
+            #expect(second.succeeded)
+            #expect(second.outcomes.first?.status == 412 && second.outcomes.first?.result == .ok)
+            #expect(try device.sync.operations().isEmpty)
+            await device.close()
+        }
+    }
+
+    /// Two devices edit one row; `one` pushes second and meets a 412.
+    func conflict(_ port: Int, handler: @escaping ConflictHandler) async throws -> (Device, Device, PushResult) {
+        let one = try Device(port: port)
+        let two = try Device(port: port)
+        try one.sync.table("todoitem").insert(["id": "k", "text": "base"])
+        _ = await one.sync.push()
+        _ = try await two.sync.table("todoitem").pull()
+        try two.sync.table("todoitem").update(["id": "k", "text": "theirs"])
+        _ = await two.sync.push()
+        try one.sync.table("todoitem").update(["id": "k", "text": "mine"])
+        try one.sync.table("todoitem").insert(["id": "after", "text": "next"])
+        return (one, two, await one.sync.push(onConflict: handler))
+    }
+
+    @Test func discardDropsTheOperationAndTheLocalRow() async throws {
+        try await withSyncServer { _, port in
+            let (one, two, pushed) = try await conflict(port) { _ in .discard }
+            defer {
+                one.remove()
+                two.remove()
+            }
+            #expect(pushed.outcomes.map(\.result) == [.resolved, .ok])
+            #expect(one.sync.table("todoitem").lookup("k") == nil)
+            #expect(try one.sync.operations().isEmpty)
+            await one.close()
+            await two.close()
+        }
+    }
+
+    @Test func replaceKeepsTheOperationOverTheServersVersion() async throws {
+        try await withSyncServer { _, port in
+            let (one, two, pushed) = try await conflict(port) { conflict in
+                #expect(conflict.serverItem?.text("text") == "theirs")
+                #expect(conflict.localItem?.text("text") == "mine")
+                return .replace(["text": "merged"])
+            }
+            defer {
+                one.remove()
+                two.remove()
+            }
+            #expect(pushed.outcomes.first?.result == .resolved)
+            let ops = try one.sync.operations()
+            #expect(ops.first?.itemID == "k" && ops.first?.state == .pending)
+            #expect(one.sync.table("todoitem").lookup("k")?.text("text") == "merged")
+            #expect(await one.sync.push().succeeded)
+            _ = try await two.sync.table("todoitem").pull()
+            #expect(two.sync.table("todoitem").lookup("k")?.text("text") == "merged")
+            await one.close()
+            await two.close()
+        }
+    }
+
+    @Test func abortStopsThePushAndKeepsWhatIsLeft() async throws {
+        try await withSyncServer { _, port in
+            let (one, two, pushed) = try await conflict(port) { _ in .abort }
+            defer {
+                one.remove()
+                two.remove()
+            }
+            #expect(pushed.aborted)
+            #expect(pushed.outcomes.count == 1 && pushed.outcomes.first?.result == .conflict)
+            #expect(try one.sync.operations().map(\.itemID) == ["k", "after"])
+            await one.close()
+            await two.close()
+        }
+    }
+
+    @Test func oneOperationCanBeCancelledOrEdited() async throws {
+        try await withSyncServer { _, port in
+            let (one, two, pushed) = try await conflict(port) { _ in .abort }
+            defer {
+                one.remove()
+                two.remove()
+            }
+            #expect(pushed.aborted)
+            let stuck = try #require(try one.sync.operations().first)
+            let serverVersion = try #require(two.sync.table("todoitem").lookup("k")?.text("version"))
+            try one.sync.edit(stuck.sequence, version: serverVersion)
+            #expect(try one.sync.operations().first?.version == serverVersion)
+            let after = try #require(try one.sync.operations().last)
+            try one.sync.cancel(after.sequence)
+            #expect(try one.sync.operations().map(\.itemID) == ["k"])
+            #expect(await one.sync.push().succeeded)
+            do throws(SyncError) {
+                try one.sync.cancel(after.sequence)
+                Issue.record("a cancelled operation was cancelled again")
+            } catch {
+                #expect(error.code == .notFound)
+            }
+            await one.close()
+            await two.close()
+        }
+    }
+
+    @Test func aRowChangedLocallyDuringAPullKeepsItsLocalChange() async throws {
+        try await withSyncServer { server, port in
+            let one = try Device(port: port)
+            let two = try Device(port: port)
+            defer {
+                one.remove()
+                two.remove()
+            }
+            for i in 0..<3 { try one.sync.table("todoitem").insert(["id": .string("s\(i)"), "text": "server"]) }
+            _ = await one.sync.push()
+            let local = two.sync.table("todoitem")
+            _ = try await local.pull(queryID: "q")
+            try one.sync.table("todoitem").update(["id": "s1", "text": "server, later"])
+            _ = await one.sync.push()
+            server.tableFaults.inject(.delay(.milliseconds(400)), method: "GET")
+            let pull = Task { try await local.pull(queryID: "q") }
+            try await Task.sleep(for: .milliseconds(150))
+            try local.update(["id": "s1", "text": "mine"])
+            let result = try await pull.value
+            #expect(result.skipped == 1)
+            #expect(local.lookup("s1")?.text("text") == "mine")
+            #expect(try two.sync.operations().map(\.itemID) == ["s1"])
+            await one.close()
+            await two.close()
         }
     }
 }

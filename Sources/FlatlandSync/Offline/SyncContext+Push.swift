@@ -91,9 +91,9 @@ extension SyncContext {
     /// Each success writes the server's answer to the local row in the transaction that drops
     /// the operation. A network error, a 401 or a cancel stops the push and keeps every
     /// operation (those sent as attempted). Other errors are recorded on their operation and the
-    /// push goes on. A delete answered 404 or 410 is a success. An insert sent before whose
-    /// answer was lost, answered 409 now, is checked against the server's row (fetched with a
-    /// `GET`): the same data is a success, other data a conflict. Conflicts (412, 409) go to
+    /// push goes on. A delete answered 404 or 410 is a success. An insert or an update sent
+    /// before whose answer was lost (a 409 or a 412 now) is checked against the server's row
+    /// (fetched with a `GET`): the same data is a success, other data a conflict. Conflicts (412, 409) go to
     /// `onConflict`; without one the operation stays, failed, with the server's row.
     public func push(onConflict: ConflictHandler? = nil) async -> PushResult {
         var result = PushResult()
@@ -228,8 +228,9 @@ extension SyncContext {
             return .next
         }
         var serverItem = error.serverItemJSON
-        if operation.kind == .insert, error.code == .conflict, wasAttempted {
-            // The first POST may have been committed with its answer lost: the 409's body proves
+        if wasAttempted, operation.kind == .insert || operation.kind == .update {
+            // The first attempt may have been committed with its answer lost (a POST answered 409
+            // now, a PATCH whose If-Match its own write made stale): the error's body proves
             // nothing, the server's row does.
             if let fetched = await fetch(operation.itemID, engine: engine) {
                 let local = engine.row(engine.storeID(operation.itemID))

@@ -166,12 +166,27 @@ public final class SyncContext: Sendable {
 
     /// The ``SyncError`` inside a store's error, or a ``SyncErrorCode/store`` error.
     static func unwrap(_ error: any Error) -> SyncError {
-        if let error = error as? SyncError { return error }
-        if let error = error as? StoreWriteError, let inner = error.underlying {
-            return unwrap(inner)
-        }
-        if let error = error as? IngestError, let inner = error.underlying { return unwrap(inner) }
-        if let error = error as? HTTPError, let inner = error.ingest?.underlying { return unwrap(inner) }
+        if let inner = chain(of: error).lazy.compactMap({ $0 as? SyncError }).first { return inner }
         return SyncError(.store, "\(error)")
+    }
+
+    /// An error and the errors beneath it: a store write's, an ingest's, an HTTP task's.
+    static func chain(of error: any Error) -> [any Error] {
+        var errors: [any Error] = [error]
+        var current: (any Error)? = error
+        while let next = current.flatMap(beneath) {
+            errors.append(next)
+            current = next
+        }
+        return errors
+    }
+
+    private static func beneath(_ error: any Error) -> (any Error)? {
+        switch error {
+        case let error as StoreWriteError: error.underlying
+        case let error as IngestError: error.underlying
+        case let error as HTTPError: error.ingest
+        default: nil
+        }
     }
 }
