@@ -7,22 +7,6 @@ import FlatlandSync
 import Foundation
 import Testing
 
-/// The sample server with every protocol's tables, and the server itself for its fault knobs.
-func withSyncServer<R>(_ body: (SampleServer, Int) async throws -> R) async throws -> R {
-    let server = SampleServer(
-        configuration: .init(
-            population: .init(users: 1, sessions: 1), tables: TableServing(protocols: [.v1, .v2, .v3])))
-    let port = try await server.start()
-    do {
-        let result = try await body(server, port)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
-    }
-}
-
 /// A device: a persistent session in its own directory, and its sync context.
 struct Device {
     let session: Session
@@ -55,6 +39,31 @@ struct Device {
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+/// Two devices on the sample server, closed and removed afterwards.
+func withDevices<R>(
+    _ serving: TableServing = TableServing(protocols: [.v1, .v2, .v3]),
+    _ body: (SampleServer, Device, Device) async throws -> R
+) async throws -> R {
+    try await withSyncServer(serving) { server, port in
+        let one = try Device(port: port)
+        let two = try Device(port: port)
+        defer {
+            one.remove()
+            two.remove()
+        }
+        do {
+            let result = try await body(server, one, two)
+            await one.close()
+            await two.close()
+            return result
+        } catch {
+            await one.close()
+            await two.close()
+            throw error
+        }
+    }
 }
 
 @Suite("Offline tables: the queue, push and pull against the embedded server")
@@ -196,13 +205,7 @@ struct OfflineTests {
     }
 
     @Test func aDeleteOfARowTheServerNoLongerHasIsASuccess() async throws {
-        try await withSyncServer { _, port in
-            let one = try Device(port: port)
-            let two = try Device(port: port)
-            defer {
-                one.remove()
-                two.remove()
-            }
+        try await withDevices { _, one, two in
             try one.sync.table("todoitem").insert(["id": "gone", "text": "x"])
             _ = await one.sync.push()
             _ = try await two.sync.table("todoitem").pull()
@@ -212,20 +215,12 @@ struct OfflineTests {
             let pushed = await two.sync.push()
             #expect(pushed.succeeded)
             #expect(pushed.outcomes.first?.result == .ok)
-            await one.close()
-            await two.close()
         }
     }
 
     @Test(arguments: ["none", "server", "client"])
     func conflictsGoToTheHandler(_ rule: String) async throws {
-        try await withSyncServer { _, port in
-            let one = try Device(port: port)
-            let two = try Device(port: port)
-            defer {
-                one.remove()
-                two.remove()
-            }
+        try await withDevices { _, one, two in
             let mine = one.sync.table("todoitem")
             let theirs = two.sync.table("todoitem")
             try mine.insert(["id": "c", "text": "base"])
@@ -256,8 +251,6 @@ struct OfflineTests {
                 _ = try await theirs.pull()
                 #expect(theirs.lookup("c")?.text("text") == "mine")
             }
-            await one.close()
-            await two.close()
         }
     }
 
@@ -305,13 +298,7 @@ struct OfflineTests {
     }
 
     @Test func aPullSkipsRowsWithLocalChangesAndPushesFirst() async throws {
-        try await withSyncServer { _, port in
-            let one = try Device(port: port)
-            let two = try Device(port: port)
-            defer {
-                one.remove()
-                two.remove()
-            }
+        try await withDevices { _, one, two in
             try one.sync.table("todoitem").insert(["id": "p", "text": "server"])
             _ = await one.sync.push()
             let local = two.sync.table("todoitem")
@@ -321,19 +308,11 @@ struct OfflineTests {
             // The pull pushed the pending insert first.
             #expect(try two.sync.operations().isEmpty)
             #expect(pulled.rows >= 1)
-            await one.close()
-            await two.close()
         }
     }
 
     @Test func aPageCutMidBodyLeavesTheTokenAtTheLastWholePageAndTheNextPullFinishes() async throws {
-        try await withSyncServer { server, port in
-            let writer = try Device(port: port)
-            let reader = try Device(port: port)
-            defer {
-                writer.remove()
-                reader.remove()
-            }
+        try await withDevices { server, writer, reader in
             let source = writer.sync.table("todoitem")
             for i in 0..<150 { try source.insert(["id": .string(String(format: "k%03d", i)), "text": "x"]) }
             #expect(await writer.sync.push().succeeded)
@@ -351,8 +330,6 @@ struct OfflineTests {
             let resumed = try await target.pull(queryID: "cut")
             #expect(target.rows().count == 150)
             #expect(resumed.rows >= 100)
-            await writer.close()
-            await reader.close()
         }
     }
 
@@ -384,37 +361,27 @@ struct ReconcileTests {
         let serving = TableServing(
             tables: [TableDefinition(name: "todoitem"), TableDefinition(name: "hard", softDelete: false)],
             protocols: [.v2, .v3])
-        let server = SampleServer(configuration: .init(population: .init(users: 1, sessions: 1), tables: serving))
-        let port = try await server.start()
-        defer { Task { await server.stop() } }
-        let writer = try Device(port: port)
-        let reader = try Device(port: port)
-        defer {
-            writer.remove()
-            reader.remove()
+        try await withDevices(serving) { _, writer, reader in
+            let source = writer.sync.table("hard")
+            for i in 0..<5 { try source.insert(["id": .string("h\(i)"), "text": "x"]) }
+            #expect(await writer.sync.push().succeeded)
+            let target = reader.sync.table("hard")
+            _ = try await target.pull(queryID: "all")
+            #expect(target.rows().count == 5)
+            try source.delete("h1")
+            try source.delete("h2")
+            #expect(await writer.sync.push().succeeded)
+            // The incremental pull never hears of a hard delete.
+            _ = try await target.pull(queryID: "all")
+            #expect(target.rows().count == 5)
+            // h2 has a local change queued: it stays.
+            try target.update(["id": "h2", "text": "mine"])
+            let result = try await target.reconcile(by: method)
+            #expect(result == ReconcileResult(table: "hard", checked: 4, removed: 1))
+            #expect(target.lookup("h1") == nil)
+            #expect(target.lookup("h2")?.text("text") == "mine")
+            #expect(target.rows().count == 4)
         }
-        let source = writer.sync.table("hard")
-        for i in 0..<5 { try source.insert(["id": .string("h\(i)"), "text": "x"]) }
-        #expect(await writer.sync.push().succeeded)
-        let target = reader.sync.table("hard")
-        _ = try await target.pull(queryID: "all")
-        #expect(target.rows().count == 5)
-        try source.delete("h1")
-        try source.delete("h2")
-        #expect(await writer.sync.push().succeeded)
-        // The incremental pull never hears of a hard delete.
-        _ = try await target.pull(queryID: "all")
-        #expect(target.rows().count == 5)
-        // h2 has a local change queued: it stays.
-        try target.update(["id": "h2", "text": "mine"])
-        let result = try await target.reconcile(by: method)
-        #expect(result == ReconcileResult(table: "hard", checked: 4, removed: 1))
-        #expect(target.lookup("h1") == nil)
-        #expect(target.lookup("h2")?.text("text") == "mine")
-        #expect(target.rows().count == 4)
-        await writer.close()
-        await reader.close()
-        await server.stop()
     }
 }
 
@@ -469,13 +436,7 @@ struct TypedOfflineTests {
 @Suite("Offline tables: local ids for server-assigned keys")
 struct LocalIDTests {
     @Test func theServersIdReplacesTheLocalOneEverywhereAndTheLocalOneStillResolves() async throws {
-        try await withSyncServer { _, port in
-            let device = try Device(port: port)
-            let reader = try Device(port: port)
-            defer {
-                device.remove()
-                reader.remove()
-            }
+        try await withDevices { _, device, reader in
             let todos = device.sync.table("todoitem", serverAssignsIDs: true)
             #expect(try device.sync.serverAssignsIDs(table: "todoitem"))
             let parent = try todos.insert(["text": "parent"])
@@ -504,8 +465,6 @@ struct LocalIDTests {
             try todos.update(["id": .string(localID), "complete": true])
             #expect(try device.sync.operations().first?.itemID == serverID)
             #expect(await device.sync.push().succeeded)
-            await device.close()
-            await reader.close()
         }
     }
 }
@@ -513,13 +472,7 @@ struct LocalIDTests {
 @Suite("Offline tables: progress and observation")
 struct SyncProgressTests {
     @Test func pushAndPullReportProgressAndEachPageIsOneChangeSet() async throws {
-        try await withSyncServer { _, port in
-            let writer = try Device(port: port)
-            let reader = try Device(port: port)
-            defer {
-                writer.remove()
-                reader.remove()
-            }
+        try await withDevices { _, writer, reader in
             let progress = writer.sync.progress()
             for i in 0..<3 { try writer.sync.table("todoitem").insert(["id": .string("g\(i)"), "text": "x"]) }
             _ = await writer.sync.push()
@@ -549,8 +502,6 @@ struct SyncProgressTests {
                 if rows >= 60 { break }
             }
             #expect(sets <= result.pages)
-            await writer.close()
-            await reader.close()
         }
     }
 }
@@ -598,46 +549,36 @@ struct PushFaultTests {
         }
     }
 
-    /// Two devices edit one row; `one` pushes second and meets a 412.
-    func conflict(_ port: Int, handler: @escaping ConflictHandler) async throws -> (Device, Device, PushResult) {
-        let one = try Device(port: port)
-        let two = try Device(port: port)
-        try one.sync.table("todoitem").insert(["id": "k", "text": "base"])
-        _ = await one.sync.push()
-        _ = try await two.sync.table("todoitem").pull()
-        try two.sync.table("todoitem").update(["id": "k", "text": "theirs"])
-        _ = await two.sync.push()
-        try one.sync.table("todoitem").update(["id": "k", "text": "mine"])
-        try one.sync.table("todoitem").insert(["id": "after", "text": "next"])
-        return (one, two, await one.sync.push(onConflict: handler))
+    /// Two devices edit one row; `one` pushes second, meets a 412, and `handler` decides.
+    func withConflict(
+        _ handler: @escaping ConflictHandler, _ body: (Device, Device, PushResult) async throws -> Void
+    ) async throws {
+        try await withDevices { _, one, two in
+            try one.sync.table("todoitem").insert(["id": "k", "text": "base"])
+            _ = await one.sync.push()
+            _ = try await two.sync.table("todoitem").pull()
+            try two.sync.table("todoitem").update(["id": "k", "text": "theirs"])
+            _ = await two.sync.push()
+            try one.sync.table("todoitem").update(["id": "k", "text": "mine"])
+            try one.sync.table("todoitem").insert(["id": "after", "text": "next"])
+            try await body(one, two, await one.sync.push(onConflict: handler))
+        }
     }
 
     @Test func discardDropsTheOperationAndTheLocalRow() async throws {
-        try await withSyncServer { _, port in
-            let (one, two, pushed) = try await conflict(port) { _ in .discard }
-            defer {
-                one.remove()
-                two.remove()
-            }
+        try await withConflict({ _ in .discard }) { one, two, pushed throws in
             #expect(pushed.outcomes.map(\.result) == [.resolved, .ok])
             #expect(one.sync.table("todoitem").lookup("k") == nil)
             #expect(try one.sync.operations().isEmpty)
-            await one.close()
-            await two.close()
         }
     }
 
     @Test func replaceKeepsTheOperationOverTheServersVersion() async throws {
-        try await withSyncServer { _, port in
-            let (one, two, pushed) = try await conflict(port) { conflict in
-                #expect(conflict.serverItem?.text("text") == "theirs")
-                #expect(conflict.localItem?.text("text") == "mine")
-                return .replace(["text": "merged"])
-            }
-            defer {
-                one.remove()
-                two.remove()
-            }
+        try await withConflict({ conflict in
+            #expect(conflict.serverItem?.text("text") == "theirs")
+            #expect(conflict.localItem?.text("text") == "mine")
+            return .replace(["text": "merged"])
+        }) { one, two, pushed throws in
             #expect(pushed.outcomes.first?.result == .resolved)
             let ops = try one.sync.operations()
             #expect(ops.first?.itemID == "k" && ops.first?.state == .pending)
@@ -645,33 +586,19 @@ struct PushFaultTests {
             #expect(await one.sync.push().succeeded)
             _ = try await two.sync.table("todoitem").pull()
             #expect(two.sync.table("todoitem").lookup("k")?.text("text") == "merged")
-            await one.close()
-            await two.close()
         }
     }
 
     @Test func abortStopsThePushAndKeepsWhatIsLeft() async throws {
-        try await withSyncServer { _, port in
-            let (one, two, pushed) = try await conflict(port) { _ in .abort }
-            defer {
-                one.remove()
-                two.remove()
-            }
+        try await withConflict({ _ in .abort }) { one, two, pushed throws in
             #expect(pushed.aborted)
             #expect(pushed.outcomes.count == 1 && pushed.outcomes.first?.result == .conflict)
             #expect(try one.sync.operations().map(\.itemID) == ["k", "after"])
-            await one.close()
-            await two.close()
         }
     }
 
     @Test func oneOperationCanBeCancelledOrEdited() async throws {
-        try await withSyncServer { _, port in
-            let (one, two, pushed) = try await conflict(port) { _ in .abort }
-            defer {
-                one.remove()
-                two.remove()
-            }
+        try await withConflict({ _ in .abort }) { one, two, pushed throws in
             #expect(pushed.aborted)
             let stuck = try #require(try one.sync.operations().first)
             let serverVersion = try #require(two.sync.table("todoitem").lookup("k")?.text("version"))
@@ -687,19 +614,11 @@ struct PushFaultTests {
             } catch {
                 #expect(error.code == .notFound)
             }
-            await one.close()
-            await two.close()
         }
     }
 
     @Test func aRowChangedLocallyDuringAPullKeepsItsLocalChange() async throws {
-        try await withSyncServer { server, port in
-            let one = try Device(port: port)
-            let two = try Device(port: port)
-            defer {
-                one.remove()
-                two.remove()
-            }
+        try await withDevices { server, one, two in
             for i in 0..<3 { try one.sync.table("todoitem").insert(["id": .string("s\(i)"), "text": "server"]) }
             _ = await one.sync.push()
             let local = two.sync.table("todoitem")
@@ -714,8 +633,6 @@ struct PushFaultTests {
             #expect(result.skipped == 1)
             #expect(local.lookup("s1")?.text("text") == "mine")
             #expect(try two.sync.operations().map(\.itemID) == ["s1"])
-            await one.close()
-            await two.close()
         }
     }
 }

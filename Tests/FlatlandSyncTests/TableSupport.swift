@@ -37,11 +37,18 @@ func withTableServer<R>(
     _ serving: TableServing = TableServing(protocols: [.v1, .v2, .v3]),
     _ body: (Int) async throws -> R
 ) async throws -> R {
-    let server = SampleServer(
-        configuration: .init(population: .init(users: 1, sessions: 1), tables: serving))
+    try await withSyncServer(serving) { _, port in try await body(port) }
+}
+
+/// The same, with the server itself for its fault knobs.
+func withSyncServer<R>(
+    _ serving: TableServing = TableServing(protocols: [.v1, .v2, .v3]),
+    _ body: (SampleServer, Int) async throws -> R
+) async throws -> R {
+    let server = SampleServer(configuration: .init(population: .init(users: 1, sessions: 1), tables: serving))
     let port = try await server.start()
     do {
-        let result = try await body(port)
+        let result = try await body(server, port)
         await server.stop()
         return result
     } catch {
