@@ -282,6 +282,26 @@ struct OfflineTests {
             let updatedName = version == .v1 ? "__updatedAt" : "updatedAt"
             let filter = try #require(log.requests.first?.url.query)
             #expect(filter.contains("$filter=(\(updatedName)%20\(version == .v3 ? "gt" : "ge")%20"))
+            // The first page on the wire, exactly as the official clients send it.
+            let wire = try #require(log.requests.first?.url.absoluteString)
+            let base = "http://127.0.0.1:\(port)/tables/todoitem?"
+            switch version {
+            case .v1:
+                #expect(
+                    wire.hasPrefix(
+                        base + "$filter=(__updatedAt%20ge%20datetimeoffset'1970-01-01T00%3A00%3A00.0000000%2B00%3A00')"
+                            + "&$orderby=__updatedAt&$skip=0&$top=50&__includeDeleted=true&__systemproperties="))
+            case .v2:
+                #expect(
+                    wire == base
+                        + "$filter=(updatedAt%20ge%20datetimeoffset'1970-01-01T00:00:00.0000000%2B00:00')"
+                        + "&$orderby=updatedAt&$skip=0&$top=50&__includeDeleted=true")
+            case .v3:
+                #expect(
+                    wire == base
+                        + "$filter=(updatedAt%20gt%20cast(1970-01-01T00:00:00.000Z,Edm.DateTimeOffset))"
+                        + "&$orderby=updatedAt&$count=true&__includedeleted=true")
+            }
 
             try source.update(["id": "r5", "text": "changed"])
             try source.delete("r6")

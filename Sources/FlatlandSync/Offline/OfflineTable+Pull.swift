@@ -59,7 +59,9 @@ extension OfflineTable {
                 } ?? .epoch
         }
         var result = PullResult(table: name, pages: 0, rows: 0, deleted: 0, skipped: 0, token: token?.description)
+        let followsLinks = engine.version == .v3
         var skip = 0
+        var path = try pullPath(query, token: token, skip: skip, pageSize: pageSize)
         while true {
             var page = PageTally()
             // A local change to a row of the page, made while the page was on its way, makes its
@@ -67,8 +69,7 @@ extension OfflineTable {
             // the page is read again with that row skipped.
             for attempt in 1...5 {
                 do {
-                    page = try await pullPage(
-                        query: query, token: token, skip: skip, pageSize: pageSize, queryID: queryID)
+                    page = try await pullPage(path, start: skip, token: token, queryID: queryID)
                     break
                 } catch  where attempt < 5 && error.code == .pageRace {
                     continue
@@ -79,16 +80,61 @@ extension OfflineTable {
             result.deleted += page.deleted
             result.skipped += page.skipped
             context.report(.pull(table: name, pages: result.pages, rows: result.rows))
-            if let newest = page.newest, token.map({ newest > $0 }) ?? false {
+            let raised = page.newest.map { newest in token.map { newest > $0 } ?? false } ?? false
+            if raised, let newest = page.newest {
                 token = newest
                 result.token = newest.description
-                skip = 0
-            } else {
-                skip += page.rows
             }
-            if page.rows < pageSize { break }
+            if followsLinks {
+                // Datasync: the server's next link, until it sends none.
+                guard let link = page.nextLink else { break }
+                do {
+                    path = try engine.relativePath(ofLink: link)
+                } catch {
+                    throw SyncError(.http, error.message, table: name, tableError: error)
+                }
+                skip += page.rows
+            } else {
+                // The v2 clients' re-paging: a raised token moves the filter and restarts $skip.
+                if page.rows < pageSize { break }
+                skip = raised ? 0 : skip + page.rows
+                path = try pullPath(query, token: token, skip: skip, pageSize: pageSize)
+            }
         }
         return result
+    }
+
+    /// The path of a pull's page: the query with `(updatedAt ge token)` (`gt` in v3) and ordered
+    /// by `updatedAt` when there is a token; `$skip` and `$top` in v1 and v2, `$count=true` in v3
+    /// (whose server pages with next links), as the official clients write them.
+    private func pullPath(_ query: TableQuery, token: TableTimestamp?, skip: Int, pageSize: Int)
+        throws(SyncError) -> String
+    {
+        guard let updatedName = engine.wireName(.updatedAt) else {
+            throw SyncError(.invalidRow, "the protocol has no updatedAt", table: name)
+        }
+        var request = query
+        request.includeDeleted = true
+        if let token {
+            let since = TableFilter.comparison(
+                .field(updatedName), engine.version == .v3 ? .gt : .ge, .literal(.date(token)))
+            request.filter = query.filter.map { .and($0, since) } ?? since
+            request.orderBy = [.ascending(updatedName)]
+        }
+        if engine.version == .v3 {
+            request.includeTotalCount = true
+        } else {
+            request.skip = skip
+            request.top = pageSize
+        }
+        if engine.version == .v1, request.systemProperties == nil {
+            request.systemProperties = (context.options.systemProperties ?? []).union([.updatedAt, .deleted])
+        }
+        do {
+            return try engine.queryPath(request)
+        } catch {
+            throw SyncError(.invalidRow, error.message, table: name)
+        }
     }
 
     /// What one page did.
@@ -99,37 +145,19 @@ extension OfflineTable {
         var deletedIDs: [String] = []
         var written: Set<String> = []
         var newest: TableTimestamp?
+        var nextLink: String?
     }
 
     /// A page that met a local change made while it was read: it is read again.
     struct LocalChangeDuringPage: Error {}
 
-    private func pullPage(query: TableQuery, token: TableTimestamp?, skip: Int, pageSize: Int, queryID: String?)
+    private func pullPage(_ path: String, start: Int, token: TableTimestamp?, queryID: String?)
         async throws(SyncError) -> PageTally
     {
         let table = name
         let engine = engine
         guard let updatedName = engine.wireName(.updatedAt), let deletedName = engine.wireName(.deleted) else {
             throw SyncError(.invalidRow, "the protocol has no updatedAt", table: table)
-        }
-        var request = query
-        request.includeDeleted = true
-        if let token {
-            let since = TableFilter.comparison(
-                .field(updatedName), engine.version == .v3 ? .gt : .ge, .literal(.date(token)))
-            request.filter = query.filter.map { .and($0, since) } ?? since
-            request.orderBy = [.ascending(updatedName)]
-        }
-        request.skip = skip
-        request.top = pageSize
-        if engine.version == .v1, request.systemProperties == nil {
-            request.systemProperties = (context.options.systemProperties ?? []).union([.updatedAt, .deleted, .version])
-        }
-        let path: String
-        do {
-            path = try engine.queryPath(request)
-        } catch {
-            throw SyncError(.invalidRow, error.message, table: table)
         }
         let pending = try context.transaction { db in try SyncQueue.pendingIDs(db, table: table) }
         let tally = Mutex(PageTally())
@@ -174,7 +202,8 @@ extension OfflineTable {
             return ResponseCommit(removing: page.deletedIDs, alongside: work)
         }
         do {
-            _ = try await engine.send(.get, path, start: skip, condition: condition, commitPlan: commitPlan)
+            let answer = try await engine.send(.get, path, start: start, condition: condition, commitPlan: commitPlan)
+            tally.withLock { $0.nextLink = answer.nextLink }
         } catch {
             if let http = error.httpError, SyncContext.chain(of: http).contains(where: { $0 is LocalChangeDuringPage })
             {
