@@ -21,13 +21,18 @@ struct TableBenchCLITests {
         #expect(try value("rows") == Double(rows))
         #expect(try value("pages") == 3)
         #expect(report["protocol"]?.stringValue == protocolName)
-        // What each contender held at the end: the store's rows, the dictionary's entries.
-        for key in ["flatland_rows_read", "flatland_untyped_rows_read", "urlsession_jsondecoder_rows_read"] {
+        // What each contender held at the end: the store's rows, the dictionary's entries, over
+        // the network and from the captured pages.
+        for key in [
+            "flatland_rows_read", "flatland_untyped_rows_read", "urlsession_jsondecoder_rows_read",
+            "replay_flatland_rows_read", "replay_jsondecoder_rows_read",
+        ] {
             #expect(try value(key) == Double(rows), "\(key)")
         }
         for key in [
             "flatland_rows_per_s", "flatland_untyped_rows_per_s", "urlsession_jsondecoder_rows_per_s",
-            "urlsession_bytes_only_rows_per_s", "response_bytes",
+            "urlsession_bytes_only_rows_per_s", "replay_flatland_rows_per_s", "replay_jsondecoder_rows_per_s",
+            "response_bytes", "peak_rss_mb",
         ] {
             #expect(try value(key) > 0, "\(key)")
         }
@@ -38,7 +43,10 @@ struct TableBenchCLITests {
     @Test func tableNamesEachContender() throws {
         let run = try CLI.run(["bench-table", "--rows", "120", "--page-size", "50", "--runs", "1"])
         #expect(run.status == 0, "\(run.stderr)")
-        for label in ["Flatland Table<T>", "Flatland UntypedTable", "URLSession + JSONDecoder", "bytes only"] {
+        for label in [
+            "Flatland Table<T>", "Flatland UntypedTable", "URLSession + JSONDecoder", "bytes only",
+            "Flatland Table<T>, the pages from memory", "JSONDecoder, the pages from memory",
+        ] {
             #expect(run.stdout.contains(label), "\(label)")
         }
         #expect(run.stdout.contains("3 pages of 50"))

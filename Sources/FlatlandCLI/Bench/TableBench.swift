@@ -11,7 +11,7 @@ import Foundation
 /// The contenders of `flatland bench-table`, each reading the whole table once per run.
 struct TableBench {
     enum Contender: String, CaseIterable {
-        case flatland, flatlandUntyped, urlsessionJSONDecoder, urlsessionBytes
+        case flatland, flatlandUntyped, urlsessionJSONDecoder, urlsessionBytes, replayFlatland, replayJSONDecoder
 
         var label: String {
             switch self {
@@ -19,6 +19,8 @@ struct TableBench {
             case .flatlandUntyped: "Flatland UntypedTable, into the store"
             case .urlsessionJSONDecoder: "URLSession + JSONDecoder, into a dictionary"
             case .urlsessionBytes: "URLSession, bytes only (the floor)"
+            case .replayFlatland: "Flatland Table<T>, the pages from memory"
+            case .replayJSONDecoder: "JSONDecoder, the pages from memory"
             }
         }
     }
@@ -33,9 +35,8 @@ struct TableBench {
         /// The path and query of each page requested, in order.
         var paths: [String]
         var bytes: Int
-        /// Growth of the process's resident peak during the read, in MB (nil where Linux's
-        /// `/proc/self/clear_refs` cannot reset it).
-        var peakGrowthMB: Double?
+        /// The pages as the server answered them (bytes only), by path and query.
+        var captured: [String: CapturedPage]?
     }
 
     let base: URL
@@ -48,29 +49,30 @@ struct TableBench {
     /// One warm-up run that checks every contender, then `runs` interleaved timed runs.
     func measure(runs: Int, seedSeconds: Double, pageSize: Int) async throws -> TableBenchReport {
         var times: [Contender: [Double]] = [:]
-        var growth: [Contender: [Double]] = [:]
         var rowsRead: [Contender: Int] = [:]
         var pathsOfFlatland: [String] = []
+        var captured: [String: CapturedPage] = [:]
         var bytes = 0
         for run in 0...runs {
-            // The warm-up reads Flatland first: bytes only replays the pages Flatland read.
+            // The warm-up reads Flatland first (bytes only asks for the pages Flatland read), then
+            // bytes only (the replays answer with the pages it captured).
             let order = run % 2 == 0 ? Contender.allCases : Contender.allCases.reversed()
             for contender in order {
-                let read = try await self.read(contender, paths: pathsOfFlatland)
+                let read = try await self.read(contender, paths: pathsOfFlatland, captured: captured)
                 if contender == .flatland { pathsOfFlatland = read.paths }
+                if let pages = read.captured { captured = pages }
                 if contender == .urlsessionBytes { bytes = read.bytes }
                 if let n = read.rows { rowsRead[contender] = min(rowsRead[contender] ?? .max, n) }
                 try check(contender, read, against: pathsOfFlatland)
                 if run > 0 {
                     times[contender, default: []].append(read.seconds)
-                    if let g = read.peakGrowthMB { growth[contender, default: []].append(g) }
                 }
             }
         }
         return TableBenchReport(
             rows: rows, pages: pages, pageSize: pageSize, version: version, runs: runs, bytes: bytes,
             seedSeconds: seedSeconds,
-            seconds: times.mapValues(Bench.median), peakGrowthMB: growth.mapValues(Bench.median), rowsRead: rowsRead,
+            seconds: times.mapValues(Bench.median), rowsRead: rowsRead,
             peakRSSMB: Self.status("VmHWM:"))
     }
 
@@ -95,26 +97,31 @@ struct TableBench {
         }
     }
 
-    private func read(_ contender: Contender, paths: [String]) async throws -> Read {
-        let rssBefore = Self.resetPeak()
-        var read: Read
+    private func read(_ contender: Contender, paths: [String], captured: [String: CapturedPage]) async throws -> Read {
+        let read: Read
         switch contender {
-        case .flatland: read = try await flatland(typed: true)
-        case .flatlandUntyped: read = try await flatland(typed: false)
+        case .flatland: read = try await flatland(typed: true, replaying: nil)
+        case .flatlandUntyped: read = try await flatland(typed: false, replaying: nil)
         case .urlsessionJSONDecoder: read = try await urlSessionJSONDecoder()
         case .urlsessionBytes: read = try await urlSessionBytes(paths: paths)
+        case .replayFlatland: read = try await flatland(typed: true, replaying: captured)
+        case .replayJSONDecoder: read = try replayJSONDecoder(captured)
         }
-        if let rssBefore, let peak = Self.status("VmHWM:") { read.peakGrowthMB = peak - rssBefore }
         return read
     }
 
     // MARK: Flatland
 
     /// A fresh in-memory session, every page of the table through `pages(_:)`; the time ends when
-    /// the last page is in the store.
-    private func flatland(typed: Bool) async throws -> Read {
+    /// the last page is in the store. With `replaying`, the session's transport answers from
+    /// those pages instead of the server.
+    private func flatland(typed: Bool, replaying pages: [String: CapturedPage]?) async throws -> Read {
         let environment = try Environment(name: "bench", baseURL: base)
         var configuration = Backend.Configuration()
+        if let pages {
+            let transport = ReplayTransport(pages: pages)
+            configuration.makeTransport = { transport }
+        }
         configuration.addTableHeaders(protocol: version)
         let types: [any Entity.Type] = typed ? [BenchTodo.self] : []
         let registry = try EntityRegistry(types)
@@ -172,21 +179,47 @@ struct TableBench {
         while let url = next {
             paths.append(Self.pathAndQuery(url))
             let (data, response) = try await get(session, url)
-            let items: [CodableTodo]
-            if version == .v3 {
-                let page = try decoder.decode(CodableDatasyncPage.self, from: data)
-                items = page.items
-                next = page.nextLink.flatMap { URL(string: $0) }
-            } else {
-                items = try decoder.decode([CodableTodo].self, from: data)
-                next = Self.nextLink(response.value(forHTTPHeaderField: "Link")).flatMap { URL(string: $0) }
-            }
-            for item in items { kept[item.id] = item }
+            next = try decodePage(data, link: response.value(forHTTPHeaderField: "Link"), decoder, into: &kept)
         }
         let seconds = monotonicSeconds() - start
-        let complete = kept.values.reduce(0) { $0 + ($1.complete ? 1 : 0) }
-        return Read(seconds: seconds, rows: kept.count, completeRows: complete, paths: paths, bytes: 0)
+        return Read(seconds: seconds, rows: kept.count, completeRows: Self.complete(kept), paths: paths, bytes: 0)
     }
+
+    /// The same decoding over the pages captured from the server, from memory.
+    private func replayJSONDecoder(_ pages: [String: CapturedPage]) throws -> Read {
+        var paths: [String] = []
+        let start = monotonicSeconds()
+        let decoder = CodableTodo.decoder()
+        var kept: [String: CodableTodo] = [:]
+        var next: URL? = base.appendingPathComponent("tables/" + TableBenchRows.table)
+        while let url = next {
+            let path = Self.pathAndQuery(url)
+            paths.append(path)
+            guard let page = pages[path] else { throw CLIFailure.invalid("no captured page for \(path)") }
+            next = try decodePage(page.body, link: page.link, decoder, into: &kept)
+        }
+        let seconds = monotonicSeconds() - start
+        return Read(seconds: seconds, rows: kept.count, completeRows: Self.complete(kept), paths: paths, bytes: 0)
+    }
+
+    /// Decodes one page into `kept` and returns the next page's URL: from the `Link` header in
+    /// v2, from `nextLink` in v3.
+    private func decodePage(_ data: Data, link: String?, _ decoder: JSONDecoder, into kept: inout [String: CodableTodo])
+        throws -> URL?
+    {
+        let items: [CodableTodo]
+        let next: String?
+        if version == .v3 {
+            let page = try decoder.decode(CodableDatasyncPage.self, from: data)
+            (items, next) = (page.items, page.nextLink)
+        } else {
+            (items, next) = (try decoder.decode([CodableTodo].self, from: data), Self.nextLink(link))
+        }
+        for item in items { kept[item.id] = item }
+        return next.flatMap { URL(string: $0) }
+    }
+
+    static func complete(_ kept: [String: CodableTodo]) -> Int { kept.values.reduce(0) { $0 + ($1.complete ? 1 : 0) } }
 
     /// The same requests as Flatland's (the paths it read), bytes only.
     private func urlSessionBytes(paths: [String]) async throws -> Read {
@@ -194,10 +227,19 @@ struct TableBench {
         defer { session.invalidateAndCancel() }
         let urls = paths.map { URL(string: base.absoluteString + $0)! }
         var bytes = 0
+        var pages: [(Data, String?)] = []
         let start = monotonicSeconds()
-        for url in urls { bytes += try await get(session, url).0.count }
+        for url in urls {
+            let (data, response) = try await get(session, url)
+            bytes += data.count
+            pages.append((data, response.value(forHTTPHeaderField: "Link")))
+        }
         let seconds = monotonicSeconds() - start
-        return Read(seconds: seconds, rows: nil, completeRows: nil, paths: urls.map(Self.pathAndQuery), bytes: bytes)
+        var captured: [String: CapturedPage] = [:]
+        for (path, page) in zip(paths, pages) { captured[path] = CapturedPage(body: page.0, link: page.1) }
+        return Read(
+            seconds: seconds, rows: nil, completeRows: nil, paths: urls.map(Self.pathAndQuery), bytes: bytes,
+            captured: captured)
     }
 
     /// The URL of `<…>; rel=next` in a `Link` header.
@@ -221,15 +263,6 @@ struct TableBench {
 
     // MARK: Memory
 
-    /// Resets the process's resident peak to its current size (Linux `clear_refs`, 5) and
-    /// returns that size in MB; nil where it cannot.
-    static func resetPeak() -> Double? {
-        guard (try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)) != nil else {
-            return nil
-        }
-        return status("VmRSS:")
-    }
-
     /// A size from `/proc/self/status`, in MB.
     static func status(_ field: String) -> Double? {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
@@ -250,7 +283,6 @@ struct TableBenchReport {
     var bytes: Int
     var seedSeconds: Double
     var seconds: [TableBench.Contender: Double]
-    var peakGrowthMB: [TableBench.Contender: Double]
     var rowsRead: [TableBench.Contender: Int]
     var peakRSSMB: Double?
 
@@ -269,15 +301,8 @@ struct TableBenchReport {
         return a / b
     }
 
-    /// Rows per second of the time a contender took beyond the bytes-only floor: the client's
-    /// own work (parse, decode, store), an estimate, as parts of it overlap with the transfer.
-    func clientRate(_ c: TableBench.Contender) -> Double? {
-        guard let t = seconds[c], let floor = seconds[.urlsessionBytes], t > floor else { return nil }
-        return Double(rows) / (t - floor)
-    }
-
-    func clientRatio(_ c: TableBench.Contender) -> Double? {
-        guard let a = clientRate(c), let b = clientRate(.urlsessionJSONDecoder) else { return nil }
+    func replayRatio() -> Double? {
+        guard let a = rate(.replayFlatland), let b = rate(.replayJSONDecoder) else { return nil }
         return a / b
     }
 
@@ -291,18 +316,18 @@ struct TableBenchReport {
         for c in TableBench.Contender.allCases {
             let rate = self.rate(c).map { String(Int($0.rounded())) } ?? "-"
             let time = seconds[c].map { formatted($0, 3) } ?? "-"
-            let memory = peakGrowthMB[c].map { ", peak RSS +\(formatted($0, 1)) MB" } ?? ""
             lines.append(
                 "  " + c.label.padding(toLength: 46, withPad: " ", startingAt: 0)
-                    + "\(rate) rows/s (\(time) s\(memory))")
+                    + "\(rate) rows/s (\(time) s)")
         }
         let ratio = self.ratio(.flatland).map { formatted($0, 2) + "x" } ?? "-"
         let untyped = self.ratio(.flatlandUntyped).map { formatted($0, 2) + "x" } ?? "-"
         lines.append("  Flatland / URLSession + JSONDecoder: \(ratio) (untyped \(untyped))")
-        let client = clientRatio(.flatland).map { formatted($0, 2) + "x" } ?? "-"
-        let clientUntyped = clientRatio(.flatlandUntyped).map { formatted($0, 2) + "x" } ?? "-"
-        lines.append(
-            "  beyond the bytes-only floor (the client's own work, estimated): \(client) (untyped \(clientUntyped))")
+        let replay = replayRatio().map { formatted($0, 2) + "x" } ?? "-"
+        lines.append("  from memory, Flatland Table<T> / JSONDecoder: \(replay)")
+        if let peak = peakRSSMB {
+            lines.append("  peak RSS of the process (server and every contender): \(formatted(peak, 1)) MB")
+        }
         return lines.joined(separator: "\n")
     }
 
@@ -328,17 +353,14 @@ struct TableBenchReport {
             "urlsession_bytes_only_rows_per_s": number(rate(.urlsessionBytes)),
             "flatland_vs_urlsession": number(ratio(.flatland)),
             "flatland_untyped_vs_urlsession": number(ratio(.flatlandUntyped)),
-            "flatland_client_rows_per_s": number(clientRate(.flatland)),
-            "flatland_untyped_client_rows_per_s": number(clientRate(.flatlandUntyped)),
-            "urlsession_jsondecoder_client_rows_per_s": number(clientRate(.urlsessionJSONDecoder)),
-            "flatland_vs_urlsession_client": number(clientRatio(.flatland)),
+            "replay_flatland_rows_per_s": number(rate(.replayFlatland)),
+            "replay_jsondecoder_rows_per_s": number(rate(.replayJSONDecoder)),
+            "replay_flatland_vs_jsondecoder": number(replayRatio()),
             "flatland_rows_read": count(rowsRead[.flatland]),
             "flatland_untyped_rows_read": count(rowsRead[.flatlandUntyped]),
             "urlsession_jsondecoder_rows_read": count(rowsRead[.urlsessionJSONDecoder]),
-            "flatland_peak_rss_growth_mb": number(peakGrowthMB[.flatland]),
-            "flatland_untyped_peak_rss_growth_mb": number(peakGrowthMB[.flatlandUntyped]),
-            "urlsession_jsondecoder_peak_rss_growth_mb": number(peakGrowthMB[.urlsessionJSONDecoder]),
-            "urlsession_bytes_only_peak_rss_growth_mb": number(peakGrowthMB[.urlsessionBytes]),
+            "replay_flatland_rows_read": count(rowsRead[.replayFlatland]),
+            "replay_jsondecoder_rows_read": count(rowsRead[.replayJSONDecoder]),
             "peak_rss_mb": number(peakRSSMB),
         ]
         return JSONValue.object(root).jsonString(pretty: true)

@@ -26,7 +26,11 @@ struct TableBenchCommand: AsyncParsableCommand {
                                         (dates ISO 8601 with fractional seconds), kept in a
                                         dictionary by id
               URLSession, bytes only    the same requests, nothing decoded: what the server and
-                                        loopback cost, a floor under every contender
+                                        loopback cost, a floor under every contender (it also
+                                        captures the pages for the two below)
+              from memory               Flatland Table<T> through a transport that answers with
+                                        the captured pages, and JSONDecoder over the same bytes:
+                                        the client's own work, without the server and loopback
 
             Pages: in the table protocol $top is the number of rows a query wants in all, and
             the server sends no next link for a query that gives one, so the page size is the
@@ -35,11 +39,9 @@ struct TableBenchCommand: AsyncParsableCommand {
 
             Each run is one read of the whole table by each contender, interleaved (A B C D,
             D C B A, ...) after one untimed warm-up run that also checks every contender read every
-            row and decoded the same values; each figure is the median of --runs. "Beyond the
-            floor" divides the rows by a contender's time minus the bytes-only time: the client's
-            own work, an estimate (part of it overlaps the transfer). Peak RSS is the
-            growth of this process's resident peak (VmHWM, after a reset) during one contender's
-            read, server included. Build in release mode:
+            row and decoded the same values; each figure is the median of --runs. The peak RSS
+            is the whole process's (VmHWM), server and every contender included. Build in release
+            mode:
             swift run -c release flatland bench-table
             """
     )
