@@ -105,7 +105,7 @@ struct TableBench {
         case .urlsessionJSONDecoder: read = try await urlSessionJSONDecoder()
         case .urlsessionBytes: read = try await urlSessionBytes(paths: paths)
         case .replayFlatland: read = try await flatland(typed: true, replaying: captured)
-        case .replayJSONDecoder: read = try replayJSONDecoder(captured)
+        case .replayJSONDecoder: read = try await replayJSONDecoder(captured)
         }
         return read
     }
@@ -171,6 +171,24 @@ struct TableBench {
     private func urlSessionJSONDecoder() async throws -> Read {
         let session = URLSession(configuration: .ephemeral)
         defer { session.invalidateAndCancel() }
+        return try await jsonDecoder { url in
+            let (data, response) = try await get(session, url)
+            return (data, response.value(forHTTPHeaderField: "Link"))
+        }
+    }
+
+    /// The same decoding over the pages captured from the server, from memory.
+    private func replayJSONDecoder(_ pages: [String: CapturedPage]) async throws -> Read {
+        try await jsonDecoder { url in
+            guard let page = pages[Self.pathAndQuery(url)] else {
+                throw CLIFailure.invalid("no captured page for \(Self.pathAndQuery(url))")
+            }
+            return (page.body, page.link)
+        }
+    }
+
+    /// Every page from the first, each body and `Link` header from `fetch`, decoded and kept by id.
+    private func jsonDecoder(_ fetch: (URL) async throws -> (body: Data, link: String?)) async throws -> Read {
         var paths: [String] = []
         let start = monotonicSeconds()
         let decoder = CodableTodo.decoder()
@@ -178,28 +196,12 @@ struct TableBench {
         var next: URL? = base.appendingPathComponent("tables/" + TableBenchRows.table)
         while let url = next {
             paths.append(Self.pathAndQuery(url))
-            let (data, response) = try await get(session, url)
-            next = try decodePage(data, link: response.value(forHTTPHeaderField: "Link"), decoder, into: &kept)
+            let (body, link) = try await fetch(url)
+            next = try decodePage(body, link: link, decoder, into: &kept)
         }
         let seconds = monotonicSeconds() - start
-        return Read(seconds: seconds, rows: kept.count, completeRows: Self.complete(kept), paths: paths, bytes: 0)
-    }
-
-    /// The same decoding over the pages captured from the server, from memory.
-    private func replayJSONDecoder(_ pages: [String: CapturedPage]) throws -> Read {
-        var paths: [String] = []
-        let start = monotonicSeconds()
-        let decoder = CodableTodo.decoder()
-        var kept: [String: CodableTodo] = [:]
-        var next: URL? = base.appendingPathComponent("tables/" + TableBenchRows.table)
-        while let url = next {
-            let path = Self.pathAndQuery(url)
-            paths.append(path)
-            guard let page = pages[path] else { throw CLIFailure.invalid("no captured page for \(path)") }
-            next = try decodePage(page.body, link: page.link, decoder, into: &kept)
-        }
-        let seconds = monotonicSeconds() - start
-        return Read(seconds: seconds, rows: kept.count, completeRows: Self.complete(kept), paths: paths, bytes: 0)
+        let complete = kept.values.reduce(0) { $0 + ($1.complete ? 1 : 0) }
+        return Read(seconds: seconds, rows: kept.count, completeRows: complete, paths: paths, bytes: 0)
     }
 
     /// Decodes one page into `kept` and returns the next page's URL: from the `Link` header in
@@ -218,8 +220,6 @@ struct TableBench {
         for item in items { kept[item.id] = item }
         return next.flatMap { URL(string: $0) }
     }
-
-    static func complete(_ kept: [String: CodableTodo]) -> Int { kept.values.reduce(0) { $0 + ($1.complete ? 1 : 0) } }
 
     /// The same requests as Flatland's (the paths it read), bytes only.
     private func urlSessionBytes(paths: [String]) async throws -> Read {
