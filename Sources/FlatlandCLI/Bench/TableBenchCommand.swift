@@ -14,35 +14,31 @@ struct TableBenchCommand: AsyncParsableCommand {
         abstract: "Measure a table query read page by page over loopback: Flatland's Table<T> into the store "
             + "against URLSession + JSONDecoder.",
         discussion: """
-            The embedded server serves one todo table (text, complete, priority, dueAt and the
-            system properties) of --rows rows, seeded straight into its SQLite file. Every
-            contender reads the whole table with the same page requests, following the server's
+            The embedded server serves one todo table (text, complete, priority, dueAt and the \
+            system properties) of --rows rows, seeded straight into its SQLite file. Every \
+            contender reads the whole table with the same page requests, following the server's \
             next links (a Link header in v2, nextLink in v3):
 
-              Flatland Table<T>         typed rows through Table.pages(_:) into a fresh
-                                        in-memory session's store
-              Flatland UntypedTable     the same, rows kept as JSON objects
-              URLSession + JSONDecoder  URLSession.data(for:), JSONDecoder into Codable structs
-                                        (dates ISO 8601 with fractional seconds), kept in a
-                                        dictionary by id
-              URLSession, bytes only    the same requests, nothing decoded: what the server and
-                                        loopback cost, a floor under every contender (it also
-                                        captures the pages for the two below)
-              from memory               Flatland Table<T> through a transport that answers with
-                                        the captured pages, and JSONDecoder over the same bytes:
-                                        the client's own work, without the server and loopback
+            - Flatland Table<T>: typed rows through Table.pages(_:) into a fresh in-memory \
+            session's store (and Flatland UntypedTable, rows kept as JSON objects);
+            - URLSession + JSONDecoder: URLSession.data(for:), JSONDecoder into Codable structs \
+            (dates ISO 8601 with fractional seconds), kept in a dictionary by id;
+            - URLSession, bytes only: the same requests, nothing decoded: what the server and \
+            loopback cost, a floor under every contender (it also captures the pages);
+            - from memory: Flatland Table<T> through a transport that answers with the captured \
+            pages, and JSONDecoder over the same bytes: the client's own work alone.
 
-            Pages: in the table protocol $top is the number of rows a query wants in all, and
-            the server sends no next link for a query that gives one, so the page size is the
-            server's own: it is set to --page-size (default 1000, the largest $top the server
+            Pages: in the table protocol $top is the number of rows a query wants in all, and the \
+            server sends no next link for a query that gives one, so the page size is the \
+            server's own: it is set to --page-size (default 1000, the largest $top the server \
             accepts, so that per-request costs weigh least; 100,000 rows are 100 pages).
 
-            Each run is one read of the whole table by each contender, interleaved (A B C D,
-            D C B A, ...) after one untimed warm-up run that also checks every contender read every
-            row and decoded the same values; each figure is the median of --runs. The peak RSS
-            is the whole process's (VmHWM), server and every contender included. Build in release
-            mode:
-            swift run -c release flatland bench-table
+            Each run is one read of the whole table by each contender, interleaved (A B C D, \
+            D C B A, ...), after one untimed warm-up run that also checks that every contender \
+            read every row, decoded the same values and asked for the same pages (exit 1 if \
+            not); each figure is the median of --runs. The peak RSS is the whole process's \
+            (VmHWM), server and every contender included. Build in release mode: \
+            swift build -c release --product flatland, then .build/release/flatland bench-table
             """
     )
 
