@@ -16,7 +16,7 @@ struct FlatlandCommand: AsyncParsableCommand {
         abstract: "Parse, ingest and inspect JSON the way Flatland does.",
         subcommands: [
             ParseCommand.self, IngestCommand.self, DumpCommand.self, GenerateCommand.self, ServeCommand.self,
-            DemoCommand.self, BenchCommand.self, SQLiteBenchCommand.self, BenchHTTPCommand.self,
+            DemoCommand.self, BenchCommand.self, SQLiteBenchCommand.self, BenchHTTPCommand.self, TableBenchCommand.self,
             PersistStreamCommand.self, PersistAlongsideCommand.self, TableCommand.self,
         ]
     )
