@@ -72,6 +72,10 @@ final class SQLiteTableStorage: TableStorage {
                             version INTEGER NOT NULL, deleted INTEGER NOT NULL, data TEXT NOT NULL);
                         CREATE INDEX IF NOT EXISTS "tbl_\(table.name)_updated_at" ON \(t) (updated_at, id);
                         """)
+                // Listings leave soft-deleted rows out and page by id: without this index every
+                // OFFSET re-read the rows before it through the table (a full read was quadratic).
+                try db.execute(
+                    sql: "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_live\" ON \(t) (deleted, id)")
                 // The owner of a per-user table's row; a file written before it existed gains it.
                 if try !db.columns(in: "tbl_\(table.name)").contains(where: { $0.name == "owner" }) {
                     try db.execute(sql: "ALTER TABLE \(t) ADD COLUMN owner TEXT")
