@@ -29,9 +29,10 @@ struct Device {
     let sync: SyncContext
     let directory: String
 
-    init(port: Int, protocol version: TableProtocol = .v2, directory: String? = nil, log: RequestLog = RequestLog())
-        throws
-    {
+    init(
+        port: Int, protocol version: TableProtocol = .v2, directory: String? = nil, log: RequestLog = RequestLog(),
+        timeout: TimeInterval = 60
+    ) throws {
         let directory =
             directory
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("flatland-device-\(UUID())").path
@@ -41,8 +42,9 @@ struct Device {
         var configuration = Backend.Configuration()
         configuration.addTableHeaders(protocol: version)
         configuration.filters.append(log.filter)
+        configuration.timeout = timeout
         session = try Session(
-            user: "device", environment: environment,
+            user: "device", environment: environment, registry: try EntityRegistry([TodoItem.self]),
             storage: .persistent(SQLitePersistence.sessionStorage(in: directory)), configuration: configuration)
         sync = try SyncContext(
             session: session, options: TableOptions(protocol: version, systemProperties: version == .v1 ? .all : nil))
@@ -371,6 +373,349 @@ struct OfflineTests {
             #expect(todos.lookup("z") == nil)
             #expect(try device.sync.operations().isEmpty)
             await device.close()
+        }
+    }
+}
+
+@Suite("Offline tables: rows hard-deleted on the server")
+struct ReconcileTests {
+    @Test(arguments: ReconcileMethod.allCases)
+    func reconcileRemovesRowsTheServerNoLongerHasButNotPendingOnes(_ method: ReconcileMethod) async throws {
+        let serving = TableServing(
+            tables: [TableDefinition(name: "todoitem"), TableDefinition(name: "hard", softDelete: false)],
+            protocols: [.v2, .v3])
+        let server = SampleServer(configuration: .init(population: .init(users: 1, sessions: 1), tables: serving))
+        let port = try await server.start()
+        defer { Task { await server.stop() } }
+        let writer = try Device(port: port)
+        let reader = try Device(port: port)
+        defer {
+            writer.remove()
+            reader.remove()
+        }
+        let source = writer.sync.table("hard")
+        for i in 0..<5 { try source.insert(["id": .string("h\(i)"), "text": "x"]) }
+        #expect(await writer.sync.push().succeeded)
+        let target = reader.sync.table("hard")
+        _ = try await target.pull(queryID: "all")
+        #expect(target.rows().count == 5)
+        try source.delete("h1")
+        try source.delete("h2")
+        #expect(await writer.sync.push().succeeded)
+        // The incremental pull never hears of a hard delete.
+        _ = try await target.pull(queryID: "all")
+        #expect(target.rows().count == 5)
+        // h2 has a local change queued: it stays.
+        try target.update(["id": "h2", "text": "mine"])
+        let result = try await target.reconcile(by: method)
+        #expect(result == ReconcileResult(table: "hard", checked: 4, removed: 1))
+        #expect(target.lookup("h1") == nil)
+        #expect(target.lookup("h2")?.text("text") == "mine")
+        #expect(target.rows().count == 4)
+        await writer.close()
+        await reader.close()
+        await server.stop()
+    }
+}
+
+@Suite("Offline tables of typed rows")
+struct TypedOfflineTests {
+    @Test(arguments: [TableProtocol.v2, .v3])
+    func typedRowsGoOutAndComeBackTyped(_ version: TableProtocol) async throws {
+        try await withSyncServer { _, port in
+            let one = try Device(port: port, protocol: version)
+            let two = try Device(port: port, protocol: version)
+            defer {
+                one.remove()
+                two.remove()
+            }
+            let mine = try one.sync.table("todoitem", of: TodoItem.self)
+            var item = TodoItem(id: mine.newID())
+            item.text = "typed"
+            try mine.insert(item)
+            #expect(mine.lookup(item.id)?.text == "typed")
+            #expect(try one.sync.operations().map(\.kind) == [.insert])
+            #expect(await one.sync.push().succeeded)
+            let pushed = try #require(mine.lookup(item.id))
+            #expect(pushed.system.version != nil && pushed.system.updatedAt != nil)
+
+            let theirs = try two.sync.table("todoitem", of: TodoItem.self)
+            let pulled = try await theirs.pull(queryID: "all")
+            #expect(pulled.rows == 1)
+            let copy = try #require(theirs.lookup(item.id))
+            #expect(copy.text == "typed" && copy.system.version == pushed.system.version)
+
+            // An edit of a stale copy is refused; one of the current copy goes through.
+            var edited = copy
+            edited.complete = true
+            try theirs.update(edited)
+            #expect(await two.sync.push().succeeded)
+            var stale = pushed
+            stale.text = "stale"
+            do throws(SyncError) {
+                _ = try await mine.pull(queryID: "all")
+                try mine.update(stale)
+                Issue.record("a stale typed edit was queued")
+            } catch {
+                #expect(error.code == .staleVersion)
+            }
+            #expect(mine.lookup(item.id)?.complete == true)
+            await one.close()
+            await two.close()
+        }
+    }
+}
+
+@Suite("Offline tables: local ids for server-assigned keys")
+struct LocalIDTests {
+    @Test func theServersIdReplacesTheLocalOneEverywhereAndTheLocalOneStillResolves() async throws {
+        try await withSyncServer { _, port in
+            let device = try Device(port: port)
+            let reader = try Device(port: port)
+            defer {
+                device.remove()
+                reader.remove()
+            }
+            let todos = device.sync.table("todoitem", serverAssignsIDs: true)
+            #expect(try device.sync.serverAssignsIDs(table: "todoitem"))
+            let parent = try todos.insert(["text": "parent"])
+            let localID = try #require(parent.text("id"))
+            #expect(localID.hasPrefix("local-"))
+            try todos.update(["id": .string(localID), "text": "parent, edited"])
+            let child = try todos.insert(["text": "child", "parent": .string(localID)])
+            let childID = try #require(child.text("id"))
+            #expect(try device.sync.operations().map(\.kind) == [.insert, .insert])
+
+            #expect(await device.sync.push().succeeded)
+            let pushed = try #require(todos.lookup(localID))
+            let serverID = try #require(pushed.text("id"))
+            #expect(!serverID.hasPrefix("local-") && serverID.count == 32)
+            #expect(pushed.text("text") == "parent, edited")
+            #expect(todos.lookup(serverID) == pushed)
+            #expect(!device.session.store.contains(todos.prefix + "-" + localID))
+            // The reference in the other row follows, locally and on the server.
+            let childNow = try #require(todos.lookup(childID))
+            #expect(childNow.text("parent") == serverID)
+            _ = try await reader.sync.table("todoitem").pull()
+            let serverChild = try #require(
+                reader.sync.table("todoitem").rows().first { $0.text("text") == "child" })
+            #expect(serverChild.text("parent") == serverID)
+            // Later changes through the local id reach the server's row.
+            try todos.update(["id": .string(localID), "complete": true])
+            #expect(try device.sync.operations().first?.itemID == serverID)
+            #expect(await device.sync.push().succeeded)
+            await device.close()
+            await reader.close()
+        }
+    }
+}
+
+@Suite("Offline tables: progress and observation")
+struct SyncProgressTests {
+    @Test func pushAndPullReportProgressAndEachPageIsOneChangeSet() async throws {
+        try await withSyncServer { _, port in
+            let writer = try Device(port: port)
+            let reader = try Device(port: port)
+            defer {
+                writer.remove()
+                reader.remove()
+            }
+            let progress = writer.sync.progress()
+            for i in 0..<3 { try writer.sync.table("todoitem").insert(["id": .string("g\(i)"), "text": "x"]) }
+            _ = await writer.sync.push()
+            var pushed: [SyncProgress] = []
+            for await event in progress {
+                pushed.append(event)
+                if pushed.count == 3 { break }
+            }
+            #expect(pushed == [.push(sent: 1, total: 3), .push(sent: 2, total: 3), .push(sent: 3, total: 3)])
+
+            for i in 3..<60 { try writer.sync.table("todoitem").insert(["id": .string("g\(i)"), "text": "x"]) }
+            _ = await writer.sync.push()
+            let pulls = reader.sync.progress()
+            let changes = reader.session.store.changes(prefix: "todoitem")
+            let result = try await reader.sync.table("todoitem").pull(queryID: "q", pageSize: 25)
+            var events: [SyncProgress] = []
+            for await event in pulls {
+                events.append(event)
+                if events.count == result.pages { break }
+            }
+            #expect(events.last == .pull(table: "todoitem", pages: result.pages, rows: result.rows))
+            var sets = 0
+            var rows = 0
+            for await set in changes {
+                sets += 1
+                rows += set.inserted.count + set.updated.count
+                if rows >= 60 { break }
+            }
+            #expect(sets <= result.pages)
+            await writer.close()
+            await reader.close()
+        }
+    }
+}
+
+@Suite("Offline tables: faults and every way to settle a conflict")
+struct PushFaultTests {
+    @Test func aServerErrorIsRecordedAndThePushGoesOnThenTheNextPushSendsItAgain() async throws {
+        try await withSyncServer { server, port in
+            let device = try Device(port: port)
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "e1", "text": "1"])
+            try todos.insert(["id": "e2", "text": "2"])
+            server.tableFaults.inject(.fail(status: 500), method: "POST")
+            let first = await device.sync.push()
+            #expect(!first.aborted)
+            #expect(first.outcomes.map(\.result) == [.error, .ok])
+            #expect(first.outcomes.map(\.status) == [500, 201])
+            let failed = try device.sync.failedOperations()
+            #expect(failed.map(\.itemID) == ["e1"] && failed.first?.status == 500)
+            #expect(failed.first?.rawBody?.isEmpty == false)
+            let second = await device.sync.push()
+            #expect(second.succeeded && second.outcomes.map(\.id) == ["e1"])
+            #expect(try device.sync.operations().isEmpty)
+            await device.close()
+        }
+    }
+
+    @Test func aReplayedUpdateWhoseAnswerWasLostIsASuccessNotAConflict() async throws {
+        try await withSyncServer { server, port in
+            // (On a reused connection the lost answer is noticed only when the wait times out.)
+            let device = try Device(port: port, timeout: 3)
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "u", "text": "1"])
+            #expect(await device.sync.push().succeeded)
+            try todos.update(["id": "u", "text": "2"])
+            server.tableFaults.inject(.loseResponse, method: "PATCH")
+            #expect(await device.sync.push().aborted)
+            let second = await device.sync.push()
+            #expect(second.succeeded)
+            #expect(second.outcomes.first?.status == 412 && second.outcomes.first?.result == .ok)
+            #expect(try device.sync.operations().isEmpty)
+            await device.close()
+        }
+    }
+
+    /// Two devices edit one row; `one` pushes second and meets a 412.
+    func conflict(_ port: Int, handler: @escaping ConflictHandler) async throws -> (Device, Device, PushResult) {
+        let one = try Device(port: port)
+        let two = try Device(port: port)
+        try one.sync.table("todoitem").insert(["id": "k", "text": "base"])
+        _ = await one.sync.push()
+        _ = try await two.sync.table("todoitem").pull()
+        try two.sync.table("todoitem").update(["id": "k", "text": "theirs"])
+        _ = await two.sync.push()
+        try one.sync.table("todoitem").update(["id": "k", "text": "mine"])
+        try one.sync.table("todoitem").insert(["id": "after", "text": "next"])
+        return (one, two, await one.sync.push(onConflict: handler))
+    }
+
+    @Test func discardDropsTheOperationAndTheLocalRow() async throws {
+        try await withSyncServer { _, port in
+            let (one, two, pushed) = try await conflict(port) { _ in .discard }
+            defer {
+                one.remove()
+                two.remove()
+            }
+            #expect(pushed.outcomes.map(\.result) == [.resolved, .ok])
+            #expect(one.sync.table("todoitem").lookup("k") == nil)
+            #expect(try one.sync.operations().isEmpty)
+            await one.close()
+            await two.close()
+        }
+    }
+
+    @Test func replaceKeepsTheOperationOverTheServersVersion() async throws {
+        try await withSyncServer { _, port in
+            let (one, two, pushed) = try await conflict(port) { conflict in
+                #expect(conflict.serverItem?.text("text") == "theirs")
+                #expect(conflict.localItem?.text("text") == "mine")
+                return .replace(["text": "merged"])
+            }
+            defer {
+                one.remove()
+                two.remove()
+            }
+            #expect(pushed.outcomes.first?.result == .resolved)
+            let ops = try one.sync.operations()
+            #expect(ops.first?.itemID == "k" && ops.first?.state == .pending)
+            #expect(one.sync.table("todoitem").lookup("k")?.text("text") == "merged")
+            #expect(await one.sync.push().succeeded)
+            _ = try await two.sync.table("todoitem").pull()
+            #expect(two.sync.table("todoitem").lookup("k")?.text("text") == "merged")
+            await one.close()
+            await two.close()
+        }
+    }
+
+    @Test func abortStopsThePushAndKeepsWhatIsLeft() async throws {
+        try await withSyncServer { _, port in
+            let (one, two, pushed) = try await conflict(port) { _ in .abort }
+            defer {
+                one.remove()
+                two.remove()
+            }
+            #expect(pushed.aborted)
+            #expect(pushed.outcomes.count == 1 && pushed.outcomes.first?.result == .conflict)
+            #expect(try one.sync.operations().map(\.itemID) == ["k", "after"])
+            await one.close()
+            await two.close()
+        }
+    }
+
+    @Test func oneOperationCanBeCancelledOrEdited() async throws {
+        try await withSyncServer { _, port in
+            let (one, two, pushed) = try await conflict(port) { _ in .abort }
+            defer {
+                one.remove()
+                two.remove()
+            }
+            #expect(pushed.aborted)
+            let stuck = try #require(try one.sync.operations().first)
+            let serverVersion = try #require(two.sync.table("todoitem").lookup("k")?.text("version"))
+            try one.sync.edit(stuck.sequence, version: serverVersion)
+            #expect(try one.sync.operations().first?.version == serverVersion)
+            let after = try #require(try one.sync.operations().last)
+            try one.sync.cancel(after.sequence)
+            #expect(try one.sync.operations().map(\.itemID) == ["k"])
+            #expect(await one.sync.push().succeeded)
+            do throws(SyncError) {
+                try one.sync.cancel(after.sequence)
+                Issue.record("a cancelled operation was cancelled again")
+            } catch {
+                #expect(error.code == .notFound)
+            }
+            await one.close()
+            await two.close()
+        }
+    }
+
+    @Test func aRowChangedLocallyDuringAPullKeepsItsLocalChange() async throws {
+        try await withSyncServer { server, port in
+            let one = try Device(port: port)
+            let two = try Device(port: port)
+            defer {
+                one.remove()
+                two.remove()
+            }
+            for i in 0..<3 { try one.sync.table("todoitem").insert(["id": .string("s\(i)"), "text": "server"]) }
+            _ = await one.sync.push()
+            let local = two.sync.table("todoitem")
+            _ = try await local.pull(queryID: "q")
+            try one.sync.table("todoitem").update(["id": "s1", "text": "server, later"])
+            _ = await one.sync.push()
+            server.tableFaults.inject(.delay(.milliseconds(400)), method: "GET")
+            let pull = Task { try await local.pull(queryID: "q") }
+            try await Task.sleep(for: .milliseconds(150))
+            try local.update(["id": "s1", "text": "mine"])
+            let result = try await pull.value
+            #expect(result.skipped == 1)
+            #expect(local.lookup("s1")?.text("text") == "mine")
+            #expect(try two.sync.operations().map(\.itemID) == ["s1"])
+            await one.close()
+            await two.close()
         }
     }
 }

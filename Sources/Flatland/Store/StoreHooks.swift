@@ -18,6 +18,10 @@ public struct IncomingEntity {
 
     /// The incoming fields of an untyped entity.
     public var untypedFields: JSONObject? { (draft as? UntypedBox)?.fields }
+
+    /// The incoming fields as JSON, typed or untyped (a typed entity's are written out, so
+    /// ``untypedFields`` or ``entity(as:)`` is cheaper where the kind is known).
+    public var fields: JSONObject { EntityRecord(draft).fields }
 }
 
 /// Code the store runs around writes of new data: ingests, upserts and

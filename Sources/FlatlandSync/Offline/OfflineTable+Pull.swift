@@ -61,11 +61,24 @@ extension OfflineTable {
         var result = PullResult(table: name, pages: 0, rows: 0, deleted: 0, skipped: 0, token: token?.description)
         var skip = 0
         while true {
-            let page = try await pullPage(query: query, token: token, skip: skip, pageSize: pageSize, queryID: queryID)
+            var page = PageTally()
+            // A local change to a row of the page, made while the page was on its way, makes its
+            // commit step back (checked inside the commit, where no local write can come between):
+            // the page is read again with that row skipped.
+            for attempt in 1...5 {
+                do {
+                    page = try await pullPage(
+                        query: query, token: token, skip: skip, pageSize: pageSize, queryID: queryID)
+                    break
+                } catch  where attempt < 5 && error.code == .pageRace {
+                    continue
+                }
+            }
             result.pages += 1
             result.rows += page.rows
             result.deleted += page.deleted
             result.skipped += page.skipped
+            context.report(.pull(table: name, pages: result.pages, rows: result.rows))
             if let newest = page.newest, token.map({ newest > $0 }) ?? false {
                 token = newest
                 result.token = newest.description
@@ -84,8 +97,12 @@ extension OfflineTable {
         var deleted = 0
         var skipped = 0
         var deletedIDs: [String] = []
+        var written: Set<String> = []
         var newest: TableTimestamp?
     }
+
+    /// A page that met a local change made while it was read: it is read again.
+    struct LocalChangeDuringPage: Error {}
 
     private func pullPage(query: TableQuery, token: TableTimestamp?, skip: Int, pageSize: Int, queryID: String?)
         async throws(SyncError) -> PageTally
@@ -119,7 +136,7 @@ extension OfflineTable {
         let prefix = engine.prefix
         let store = store
         let condition: @Sendable (IncomingEntity) -> Bool = { entity in
-            let fields = entity.untypedFields ?? JSONObject()
+            let fields = entity.untypedFields ?? entity.fields
             let id = TableRowID.serverID(fromStoreID: entity.id, prefix: prefix)
             var stamp: TableTimestamp?
             if case .string(let text)? = fields[updatedName] { stamp = try? TableTimestamp(parsing: text) }
@@ -134,18 +151,23 @@ extension OfflineTable {
                     if store.contains(entity.id) {
                         t.deleted += 1
                         t.deletedIDs.append(entity.id)
+                        t.written.insert(id)
                     }
                     return false
                 }
+                t.written.insert(id)
                 return true
             }
         }
         let commitPlan: @Sendable (IngestBatch) throws -> ResponseCommit = { _ in
             let page = tally.withLock { $0 }
-            var work: SQLiteTransactionWork?
-            if let queryID, let newest = page.newest, token.map({ newest > $0 }) ?? true {
-                let text = newest.description
-                work = SQLiteTransactionWork { db in
+            let newToken = queryID != nil && page.newest.map { new in token.map { new > $0 } ?? true } == true
+            let text = page.newest?.description
+            let work = SQLiteTransactionWork { db in
+                if !page.written.isEmpty, !(try SyncQueue.pendingIDs(db, table: table)).isDisjoint(with: page.written) {
+                    throw LocalChangeDuringPage()
+                }
+                if newToken, let queryID, let text {
                     try SyncQueue.setToken(db, table: table, queryID: queryID, token: text)
                 }
             }
@@ -154,6 +176,10 @@ extension OfflineTable {
         do {
             _ = try await engine.send(.get, path, start: skip, condition: condition, commitPlan: commitPlan)
         } catch {
+            if let http = error.httpError, SyncContext.chain(of: http).contains(where: { $0 is LocalChangeDuringPage })
+            {
+                throw SyncError(.pageRace, "a row of the page changed locally while it was read", table: table)
+            }
             throw SyncError(.http, error.message, table: table, tableError: error)
         }
         return tally.withLock { $0 }

@@ -34,8 +34,23 @@ public struct OfflineTable: Sendable {
 
     // MARK: Reading
 
-    /// The local row with this server id.
-    public func lookup(_ id: String) -> JSONObject? { engine.row(engine.storeID(id)) }
+    /// The local row with this id: its server id, or the local id it had before its insert was
+    /// pushed (in a table whose server assigns ids).
+    public func lookup(_ id: String) -> JSONObject? { engine.row(engine.storeID(resolve(id))) }
+
+    /// Whether the table's server assigns row ids (remembered in the file).
+    public func serverAssignsIDs() throws(SyncError) -> Bool { try context.serverAssignsIDs(table: name) }
+
+    /// The server id a local id became, or the id itself.
+    public func resolve(_ id: String) -> String {
+        guard LocalID.isLocal(id), !store.contains(engine.storeID(id)) else { return id }
+        let table = name
+        let found = try? context.transaction { db -> String? in
+            try db.execute(sql: LocalID.schema)
+            return try LocalID.serverID(db, table: table, localID: id)
+        }
+        return (found ?? nil) ?? id
+    }
 
     /// Every local row, by id.
     public func rows() -> [JSONObject] { store.ids(prefix: prefix).compactMap(engine.row) }
@@ -55,7 +70,8 @@ public struct OfflineTable: Sendable {
     ///   operation that an insert cannot follow.
     @discardableResult
     public func insert(_ row: JSONObject) throws(SyncError) -> JSONObject {
-        let id = TableEngine.idText(row["id"]) ?? TableRowID.generate()
+        var id = TableEngine.idText(row["id"]) ?? ""
+        if id.isEmpty { id = try serverAssignsIDs() ? LocalID.make() : TableRowID.generate() }
         let storeID = engine.storeID(id)
         guard !store.contains(storeID) else {
             throw SyncError(.invalidOperation, "a row with id \(id) exists", table: name)
@@ -75,9 +91,10 @@ public struct OfflineTable: Sendable {
     ///   ``SyncErrorCode/invalidOperation``.
     @discardableResult
     public func update(_ row: JSONObject) throws(SyncError) -> JSONObject {
-        guard let id = TableEngine.idText(row["id"]) else {
+        guard let given = TableEngine.idText(row["id"]) else {
             throw SyncError(.invalidRow, "the row to update has no id", table: name)
         }
+        let id = resolve(given)
         let storeID = engine.storeID(id)
         guard store.contains(storeID) else { throw SyncError(.notFound, "no local row \(id)", table: name) }
         let stored = engine.storedVersion(storeID)
@@ -93,7 +110,8 @@ public struct OfflineTable: Sendable {
     ///
     /// - Throws: ``SyncErrorCode/notFound``, ``SyncErrorCode/staleVersion``,
     ///   ``SyncErrorCode/invalidOperation``.
-    public func delete(_ id: String, version: String? = nil) throws(SyncError) {
+    public func delete(_ given: String, version: String? = nil) throws(SyncError) {
+        let id = resolve(given)
         let storeID = engine.storeID(id)
         guard let row = engine.row(storeID) else { throw SyncError(.notFound, "no local row \(id)", table: name) }
         let stored = engine.storedVersion(storeID)

@@ -91,9 +91,9 @@ extension SyncContext {
     /// Each success writes the server's answer to the local row in the transaction that drops
     /// the operation. A network error, a 401 or a cancel stops the push and keeps every
     /// operation (those sent as attempted). Other errors are recorded on their operation and the
-    /// push goes on. A delete answered 404 or 410 is a success. An insert sent before whose
-    /// answer was lost, answered 409 now, is checked against the server's row (fetched with a
-    /// `GET`): the same data is a success, other data a conflict. Conflicts (412, 409) go to
+    /// push goes on. A delete answered 404 or 410 is a success. An insert or an update sent
+    /// before whose answer was lost (a 409 or a 412 now) is checked against the server's row
+    /// (fetched with a `GET`): the same data is a success, other data a conflict. Conflicts (412, 409) go to
     /// `onConflict`; without one the operation stays, failed, with the server's row.
     public func push(onConflict: ConflictHandler? = nil) async -> PushResult {
         var result = PushResult()
@@ -114,6 +114,7 @@ extension SyncContext {
                 status: nil, result: .ok)
             let step = await pushOne(operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1)
             result.outcomes.append(outcome)
+            report(.push(sent: result.outcomes.count, total: operations.count))
             if case .abort(let reason) = step {
                 result.abortReason = reason
                 break
@@ -157,7 +158,10 @@ extension SyncContext {
                     return .next
                 }
                 let data = OfflineTable.data(local)
-                let body = try engine.body(id: operation.itemID, keys: data.keys) { writer in
+                // A row made offline in a table whose server names rows: its local id is not sent,
+                // and the server's replaces it everywhere in the commit that takes the answer.
+                let localID = operation.kind == .insert && LocalID.isLocal(operation.itemID) ? operation.itemID : nil
+                let body = try engine.body(id: localID == nil ? operation.itemID : nil, keys: data.keys) { writer in
                     for (key, value) in data {
                         writer.key(key)
                         writer.value(value)
@@ -170,7 +174,13 @@ extension SyncContext {
                 let method: HTTPMethod =
                     operation.kind == .insert ? .post : engine.version == .v3 ? .put : .patch
                 let path = try engine.rowPath(operation.kind == .insert ? nil : operation.itemID)
-                answer = try await engine.send(method, path, body: body, headers: headers, commitPlan: dropOperation)
+                if let localID {
+                    answer = try await LocalID.insert(
+                        localID, operation: operation, path: path, body: body, engine: engine, context: self)
+                } else {
+                    answer = try await engine.send(
+                        method, path, body: body, headers: headers, commitPlan: dropOperation)
+                }
             case .delete:
                 var headers: HTTPHeaders = [:]
                 if let version = operation.version { headers["If-Match"] = TableVersionHeader.quoted(version) }
@@ -218,8 +228,9 @@ extension SyncContext {
             return .next
         }
         var serverItem = error.serverItemJSON
-        if operation.kind == .insert, error.code == .conflict, wasAttempted {
-            // The first POST may have been committed with its answer lost: the 409's body proves
+        if wasAttempted, operation.kind == .insert || operation.kind == .update {
+            // The first attempt may have been committed with its answer lost (a POST answered 409
+            // now, a PATCH whose If-Match its own write made stale): the error's body proves
             // nothing, the server's row does.
             if let fetched = await fetch(operation.itemID, engine: engine) {
                 let local = engine.row(engine.storeID(operation.itemID))

@@ -35,6 +35,8 @@ public final class SyncContext: Sendable {
     private struct State {
         var tables: [String: TableSettings] = [:]
         var inFlight: Set<Int64> = []
+        var observers: [Int: AsyncStream<SyncProgress>.Continuation] = [:]
+        var nextObserver = 0
     }
 
     private let state = Mutex(State())
@@ -80,6 +82,28 @@ public final class SyncContext: Sendable {
         state.withLock { s in
             if let sequence { s.inFlight.insert(sequence) } else { s.inFlight.removeAll() }
         }
+    }
+
+    // MARK: Progress
+
+    /// The progress of every later push and pull of this context, as it happens: operations
+    /// settled of the total, pages and rows committed. The sequence ends when the consumer
+    /// stops iterating.
+    public func progress() -> AsyncStream<SyncProgress> {
+        let (stream, continuation) = AsyncStream<SyncProgress>.makeStream(bufferingPolicy: .unbounded)
+        let key = state.withLock { s in
+            s.nextObserver += 1
+            s.observers[s.nextObserver] = continuation
+            return s.nextObserver
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.observers.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    func report(_ progress: SyncProgress) {
+        for observer in state.withLock({ Array($0.observers.values) }) { observer.yield(progress) }
     }
 
     // MARK: The queue
@@ -142,12 +166,27 @@ public final class SyncContext: Sendable {
 
     /// The ``SyncError`` inside a store's error, or a ``SyncErrorCode/store`` error.
     static func unwrap(_ error: any Error) -> SyncError {
-        if let error = error as? SyncError { return error }
-        if let error = error as? StoreWriteError, let inner = error.underlying {
-            return unwrap(inner)
-        }
-        if let error = error as? IngestError, let inner = error.underlying { return unwrap(inner) }
-        if let error = error as? HTTPError, let inner = error.ingest?.underlying { return unwrap(inner) }
+        if let inner = chain(of: error).lazy.compactMap({ $0 as? SyncError }).first { return inner }
         return SyncError(.store, "\(error)")
+    }
+
+    /// An error and the errors beneath it: a store write's, an ingest's, an HTTP task's.
+    static func chain(of error: any Error) -> [any Error] {
+        var errors: [any Error] = [error]
+        var current: (any Error)? = error
+        while let next = current.flatMap(beneath) {
+            errors.append(next)
+            current = next
+        }
+        return errors
+    }
+
+    private static func beneath(_ error: any Error) -> (any Error)? {
+        switch error {
+        case let error as StoreWriteError: error.underlying
+        case let error as IngestError: error.underlying
+        case let error as HTTPError: error.ingest
+        default: nil
+        }
     }
 }

@@ -25,6 +25,9 @@ public struct SyncErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// The row is not a valid row (no id where one is needed, a reserved name).
     public static let invalidRow = SyncErrorCode(name: "invalidRow")
 
+    /// (Internal: a pulled page met a local change inside its commit and is read again.)
+    static let pageRace = SyncErrorCode(name: "pageRace")
+
     public var description: String { name }
 }
 
