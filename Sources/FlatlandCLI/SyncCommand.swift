@@ -20,13 +20,15 @@ struct SyncCommand: AsyncParsableCommand {
             flatland sync --store <file> [--url <url>] [--protocol v1|v2|v3] <verb> …
               <verb>: push [--on-conflict client-wins|server-wins|fail]
                       pull NAME [--query-id QID] [--filter ODATA] [--page-size N]
+                      reconcile NAME [--by listing|get]
                       purge NAME [--query-id QID] [--force] | pending | errors
             """,
         discussion: """
-            The options belong before the verb; push and pull need --url (the tables are at <url>/tables/<name>).
+            The options belong before the verb; push, pull and reconcile need --url (the tables are at <url>/tables/<name>).
 
             push: sends the queue in order, one request per operation, and prints one line per operation sent: {"sequence":…,"table":…,"id":…,"kind":…,"status":HTTP,"result":"ok|conflict|error|resolved"} (status null when no answer came). --on-conflict (default fail): client-wins resends the local row over the server's version, server-wins takes the server's row and drops the operation (both print resolved); fail leaves the operation in the queue, failed, with the server's row.
-            pull NAME: with --query-id, incremental and resumable (a delta token per table and query id); without, a full read of the query. --filter is OData text passed as written; --page-size defaults to 50. Queued operations are pushed first (as push without --on-conflict); when that leaves any in the queue the pull is cancelled. Prints {"table":…,"pages":…,"rows":…,"deleted":…,"skipped":…,"token":…}.
+            pull NAME: with --query-id, incremental and resumable (a delta token per table and query id); without, a full read of the query. --filter is OData text passed as written; --page-size defaults to 50. Queued operations are pushed first (as push without --on-conflict); when that leaves any in the queue the pull is cancelled. Prints {"table":…,"pages":…,"rows":…,"deleted":…,"skipped":…,"token":…} at the end (rows: received from the server; deleted: removed locally; skipped: left alone for their queued operations); progress goes to stderr.
+            reconcile NAME: removes the local rows the server no longer has (hard-deleted there, which a pull never sees), except rows with queued operations; --by listing (the default) reads the table's ids in one $select=id listing, --by get asks for each row. Prints {"table":…,"checked":…,"removed":…}.
             purge NAME: drops the table's rows, operations and delta tokens; refused while it has queued operations unless --force. With --query-id, resets that query's delta token only.
             pending: the queue, one operation per line in order: {"sequence":…,"table":…,"id":…,"kind":…,"state":…}.
             errors: the failed operations, each with "status" and "serverItem" as well.
@@ -37,10 +39,10 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(help: "The server's base URL (http or https); push and pull need it.")
+    @Option(help: "The server's base URL (http or https); push, pull and reconcile need it.")
     var url: String?
 
-    @Argument(help: "What to do: push, pull, purge, pending or errors.")
+    @Argument(help: "What to do: push, pull, reconcile, purge, pending or errors.")
     var verb: SyncVerb
 
     @Argument(parsing: .captureForPassthrough, help: "The verb's arguments and options (<verb> --help shows them).")
@@ -65,7 +67,19 @@ struct SyncCommand: AsyncParsableCommand {
 
 /// The verbs of `flatland sync`.
 enum SyncVerb: String, ExpressibleByArgument, CaseIterable {
-    case push, pull, purge, pending, errors
+    case push, pull, reconcile, purge, pending, errors
+}
+
+/// `--by`'s values.
+enum ReconcileChoice: String, ExpressibleByArgument, CaseIterable {
+    case listing, get
+
+    var method: ReconcileMethod {
+        switch self {
+        case .listing: .listing
+        case .get: .get
+        }
+    }
 }
 
 /// `--on-conflict`'s values.
@@ -119,6 +133,22 @@ struct SyncPullArguments: ParsableCommand {
     }
 }
 
+/// `reconcile`'s arguments.
+struct SyncReconcileArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reconcile", abstract: "Remove the local rows the server no longer has.")
+
+    @Argument(help: "The table's name.")
+    var name: String
+
+    @Option(help: "How the server is asked: listing (one $select=id listing) or get (one GET per row).")
+    var by: ReconcileChoice = .listing
+
+    func validate() throws {
+        guard !name.isEmpty else { throw ValidationError("the table's name is empty") }
+    }
+}
+
 /// `purge`'s arguments.
 struct SyncPurgeArguments: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -148,6 +178,7 @@ struct SyncQueueArguments: ParsableCommand {
 enum SyncAction {
     case push(ConflictChoice)
     case pull(String, queryID: String?, query: TableQuery, pageSize: Int)
+    case reconcile(String, ReconcileMethod)
     case purge(String, queryID: String?, force: Bool)
     case pending
     case errors
@@ -166,6 +197,9 @@ enum SyncAction {
                 self = .pull(
                     parsed.name, queryID: parsed.queryId, query: TableQuery(filter: parsed.filter.map { .raw($0) }),
                     pageSize: parsed.pageSize)
+            case .reconcile:
+                guard let parsed = try TableAction.parse(SyncReconcileArguments.self, arguments) else { return nil }
+                self = .reconcile(parsed.name, parsed.by.method)
             case .purge:
                 guard let parsed = try TableAction.parse(SyncPurgeArguments.self, arguments) else { return nil }
                 self = .purge(parsed.name, queryID: parsed.queryId, force: parsed.force)
@@ -181,7 +215,7 @@ enum SyncAction {
     /// Whether the verb talks to the server.
     var needsServer: Bool {
         switch self {
-        case .push, .pull: true
+        case .push, .pull, .reconcile: true
         case .purge, .pending, .errors: false
         }
     }
@@ -202,6 +236,8 @@ enum SyncAction {
                     FileHandleOutput.standardError.write(
                         "pull \(name): pushing the queue first (\(queued) operations)\n")
                 }
+                let progress = Self.reportProgress(of: sync)
+                defer { progress.cancel() }
                 do throws(SyncError) {
                     let result = try await table.pull(queryID: queryID, query: query, pageSize: pageSize)
                     printLine([
@@ -216,6 +252,12 @@ enum SyncAction {
                     }
                     throw error
                 }
+            case .reconcile(let name, let method):
+                let result = try await sync.table(name).reconcile(by: method)
+                printLine([
+                    "table": .string(result.table), "checked": .integer(result.checked),
+                    "removed": .integer(result.removed),
+                ])
             case .purge(let name, let queryID, let force):
                 try sync.table(name).purge(queryID: queryID, force: force)
             case .pending:
@@ -227,5 +269,21 @@ enum SyncAction {
             throw error.failure
         }
         if let pushFailure { throw pushFailure }
+    }
+
+    /// Writes the context's progress to stderr, one line per pulled page or pushed operation,
+    /// until cancelled.
+    private static func reportProgress(of sync: SyncContext) -> Task<Void, Never> {
+        let updates = sync.progress()
+        return Task {
+            for await update in updates {
+                switch update {
+                case .push(let sent, let total):
+                    FileHandleOutput.standardError.write("push: \(sent)/\(total) operations\n")
+                case .pull(let table, let pages, let rows):
+                    FileHandleOutput.standardError.write("pull \(table): page \(pages), \(rows) rows\n")
+                }
+            }
+        }
     }
 }

@@ -161,7 +161,11 @@ struct SyncCLITests {
         for n in 1...5 {
             _ = try online.one(online.run(["insert", #"{"id":"r\#(n)","n":\#(n)}"#]))
         }
-        let first = try device.one(device.sync(["pull", "todoitem", "--query-id", "all", "--page-size", "2"]))
+        let firstRun = try device.sync(["pull", "todoitem", "--query-id", "all", "--page-size", "2"])
+        let first = try device.one(firstRun)
+        // Progress on stderr, a line per page.
+        #expect(firstRun.stderr.contains("pull todoitem: page 1, 2 rows"), "\(firstRun.stderr)")
+        #expect(firstRun.stderr.contains("pull todoitem: page 3,"), "\(firstRun.stderr)")
         #expect(first["table"] == "todoitem")
         // rows counts what the server sent: re-paged from each page's newest updatedAt, a page
         // may start with the row that ended the one before.
@@ -235,6 +239,65 @@ struct SyncCLITests {
         let full = try device.one(device.sync(["pull", "todoitem", "--query-id", "q"]))
         #expect(full["rows"] == 2)
         #expect(try device.one(device.local(["todoitem", "get", "s"]))["text"] == "server")
+    }
+
+    @Test(
+        "reconcile removes the rows the server no longer has, never rows with queued changes",
+        arguments: ["listing", "get"])
+    func reconcile(_ method: String) throws {
+        let workspace = try Workspace()
+        let before = try TableServer()
+        let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: before.url)
+        let online = TableClient(server: before, version: "v2")
+        for id in ["r1", "r2", "r3"] { _ = try online.one(online.run(["insert", #"{"id":"\#(id)","text":"t"}"#])) }
+        #expect(try device.one(device.sync(["pull", "todoitem", "--query-id", "all"]))["rows"] == 3)
+        try device.lines(device.local(["todoitem", "insert", #"{"id":"mine","text":"not pushed"}"#]))
+
+        // The same table, where r2 is gone for good (hard-deleted: no pull ever hears of it).
+        let after = try TableServer()
+        let now = TableClient(server: after, version: "v2")
+        for id in ["r1", "r3"] { _ = try now.one(now.run(["insert", #"{"id":"\#(id)","text":"t"}"#])) }
+        let moved = SyncDevice(workspace: workspace, file: "a.sqlite", url: after.url)
+        var arguments = ["reconcile", "todoitem"]
+        if method != "listing" { arguments += ["--by", method] }
+        let result = try moved.one(moved.sync(arguments))
+        #expect(result == ["table": "todoitem", "checked": 3, "removed": 1])
+        #expect(result.keys == ["table", "checked", "removed"])
+        let local = try moved.lines(moved.local(["todoitem", "list"]))
+        #expect(Set(local.compactMap { $0["id"]?.stringValue }) == ["r1", "r3", "mine"])
+        #expect(try moved.lines(moved.sync(["pending"])).map { $0["id"] } == ["mine"])
+    }
+
+    @Test("--server-ids: rows made offline get local ids, replaced by the server's on push")
+    func serverAssignedIDs() throws {
+        let server = try TableServer()
+        let workspace = try Workspace()
+        let online = TableClient(server: server, version: "v2")
+        let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: server.url)
+        let first = try device.one(device.local(["--server-ids", "todoitem", "insert", #"{"text":"one"}"#]))
+        let localID = try #require(first["id"]?.stringValue)
+        #expect(localID.hasPrefix("local-"))
+        // The store remembers the table's choice: the flag is not needed again.
+        let second = try device.one(device.local(["todoitem", "insert", #"{"text":"two"}"#]))
+        #expect(second["id"]?.stringValue?.hasPrefix("local-") == true)
+        // Another table is not concerned.
+        let other = try device.one(device.local(["other", "insert", #"{"text":"x"}"#]))
+        #expect(other["id"]?.stringValue?.hasPrefix("local-") == false)
+        #expect(try CLI.run(["sync", "--store", device.path, "purge", "other", "--force"]).status == 0)
+
+        let push = try device.lines(device.sync(["push"]))
+        #expect(push.count == 2)
+        #expect(push.allSatisfy { $0["result"] == "ok" })
+        #expect(try device.lines(device.sync(["pending"])).isEmpty)
+        // The local id still finds the row, now under the server's id.
+        let pushed = try device.one(device.local(["todoitem", "get", localID]))
+        let serverID = try #require(pushed["id"]?.stringValue)
+        #expect(!serverID.hasPrefix("local-"))
+        #expect(pushed["text"] == "one")
+        #expect(try online.one(online.run(["get", serverID]))["text"] == "one")
+        let listed = try device.lines(device.local(["todoitem", "list"]))
+        #expect(listed.count == 2)
+        #expect(listed.allSatisfy { $0["id"]?.stringValue?.hasPrefix("local-") == false })
     }
 
     @Test("a server that is down or answers 401: exit 4, and every operation is still queued")
