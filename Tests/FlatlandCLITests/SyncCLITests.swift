@@ -330,6 +330,25 @@ struct SyncCLITests {
         let push401 = try refused.sync(["push"])
         #expect(push401.status == 4, "\(push401.stdout) \(push401.stderr)")
         #expect(try refused.lines(refused.sync(["pending"])).count == 2)
+        let pull401 = try refused.sync(["pull", "other"])
+        #expect(pull401.status == 4, "\(pull401.stdout) \(pull401.stderr)")
+        #expect(pull401.stdout.isEmpty)
+    }
+
+    @Test("the help names the verbs, the options and the exit codes")
+    func help() throws {
+        let sync = try CLI.run(["sync", "--help"])
+        #expect(sync.status == 0)
+        for word in [
+            "push", "pull", "reconcile", "purge", "pending", "errors", "--on-conflict", "--query-id", "Exit codes",
+        ] {
+            #expect(sync.stdout.contains(word), "sync --help: \(word)")
+        }
+        let local = try CLI.run(["local", "--help"])
+        #expect(local.status == 0)
+        for word in ["insert", "update", "delete", "get", "list", "--server-ids", "--store", "Exit codes"] {
+            #expect(local.stdout.contains(word), "local --help: \(word)")
+        }
     }
 
     @Test(
