@@ -99,6 +99,16 @@ enum ConflictChoice: String, ExpressibleByArgument, CaseIterable {
 
 // MARK: The verbs' arguments
 
+/// The table's name, the first argument of `pull`, `reconcile` and `purge`.
+struct TableNameArgument: ParsableArguments {
+    @Argument(help: "The table's name.")
+    var name: String
+
+    func validate() throws {
+        guard !name.isEmpty else { throw ValidationError("the table's name is empty") }
+    }
+}
+
 /// `push`'s options.
 struct SyncPushArguments: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -113,8 +123,7 @@ struct SyncPullArguments: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pull", abstract: "Bring a table's rows in, incrementally with a query id.")
 
-    @Argument(help: "The table's name.")
-    var name: String
+    @OptionGroup var table: TableNameArgument
 
     @Option(help: "The query's id: the pull is incremental, with a delta token kept for the table and this id.")
     var queryId: String?
@@ -126,7 +135,6 @@ struct SyncPullArguments: ParsableCommand {
     var pageSize: Int = 50
 
     func validate() throws {
-        guard !name.isEmpty else { throw ValidationError("the table's name is empty") }
         if let queryId, queryId.isEmpty { throw ValidationError("--query-id is empty") }
         if let filter, filter.allSatisfy(\.isWhitespace) { throw ValidationError("--filter is empty") }
         guard pageSize > 0 else { throw ValidationError("--page-size must be at least 1") }
@@ -138,15 +146,11 @@ struct SyncReconcileArguments: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reconcile", abstract: "Remove the local rows the server no longer has.")
 
-    @Argument(help: "The table's name.")
-    var name: String
+    @OptionGroup var table: TableNameArgument
 
     @Option(help: "How the server is asked: listing (one $select=id listing) or get (one GET per row).")
     var by: ReconcileChoice = .listing
 
-    func validate() throws {
-        guard !name.isEmpty else { throw ValidationError("the table's name is empty") }
-    }
 }
 
 /// `purge`'s arguments.
@@ -154,8 +158,7 @@ struct SyncPurgeArguments: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "purge", abstract: "Drop a table's rows, operations and delta tokens, or one query's token.")
 
-    @Argument(help: "The table's name.")
-    var name: String
+    @OptionGroup var table: TableNameArgument
 
     @Option(help: "Reset this query's delta token only.")
     var queryId: String?
@@ -164,7 +167,6 @@ struct SyncPurgeArguments: ParsableCommand {
     var force = false
 
     func validate() throws {
-        guard !name.isEmpty else { throw ValidationError("the table's name is empty") }
         if let queryId, queryId.isEmpty { throw ValidationError("--query-id is empty") }
     }
 }
@@ -195,14 +197,15 @@ enum SyncAction {
             case .pull:
                 guard let parsed = try TableAction.parse(SyncPullArguments.self, arguments) else { return nil }
                 self = .pull(
-                    parsed.name, queryID: parsed.queryId, query: TableQuery(filter: parsed.filter.map { .raw($0) }),
+                    parsed.table.name, queryID: parsed.queryId,
+                    query: TableQuery(filter: parsed.filter.map { .raw($0) }),
                     pageSize: parsed.pageSize)
             case .reconcile:
                 guard let parsed = try TableAction.parse(SyncReconcileArguments.self, arguments) else { return nil }
-                self = .reconcile(parsed.name, parsed.by.method)
+                self = .reconcile(parsed.table.name, parsed.by.method)
             case .purge:
                 guard let parsed = try TableAction.parse(SyncPurgeArguments.self, arguments) else { return nil }
-                self = .purge(parsed.name, queryID: parsed.queryId, force: parsed.force)
+                self = .purge(parsed.table.name, queryID: parsed.queryId, force: parsed.force)
             case .pending, .errors:
                 guard try TableAction.parse(SyncQueueArguments.self, arguments) != nil else { return nil }
                 self = verb == .pending ? .pending : .errors

@@ -369,6 +369,9 @@ struct SyncCLITests {
             ["sync", "--store", "x.sqlite", "--url", "http://127.0.0.1:1", "pull"],
             ["sync", "--store", "x.sqlite", "--url", "http://127.0.0.1:1", "pull", "t", "--page-size", "0"],
             ["sync", "--store", "x.sqlite", "purge"],
+            ["sync", "--store", "x.sqlite", "purge", ""],
+            ["sync", "--store", "x.sqlite", "--url", "http://127.0.0.1:1", "reconcile", "t", "--by", "guess"],
+            ["sync", "--store", "x.sqlite", "reconcile", "t"],  // no --url
             ["sync", "--store", "x.sqlite", "pending", "extra"],
         ])
     func usageErrors(_ arguments: [String]) throws {
