@@ -77,12 +77,7 @@ struct TableCommand: AsyncParsableCommand {
     }
 
     /// The `--url`, checked: http or https with a host.
-    func baseURL() throws -> URL {
-        guard let url = URL(string: url), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            let host = url.host, !host.isEmpty
-        else { throw ValidationError("--url: '\(url)' is not an http(s) URL with a host") }
-        return url
-    }
+    func baseURL() throws -> URL { try httpURL(url) }
 
     /// The `--system-properties`, parsed; nil when not given.
     func systemPropertySet() throws -> SystemProperties? {
@@ -298,7 +293,7 @@ enum TableAction {
     }
 
     /// The verb's arguments parsed; nil after printing the help it was asked for.
-    private static func parse<Arguments: ParsableCommand>(_ type: Arguments.Type, _ arguments: [String]) throws
+    static func parse<Arguments: ParsableCommand>(_ type: Arguments.Type, _ arguments: [String]) throws
         -> Arguments?
     {
         do {

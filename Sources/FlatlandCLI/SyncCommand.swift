@@ -1,0 +1,292 @@
+import ArgumentParser
+import Flatland
+import FlatlandJSON
+import FlatlandSync
+import Foundation
+
+/// `flatland sync`: meets the server with the offline tables of a store file — pushes the queue
+/// `flatland local` filled, pulls tables incrementally, purges them, and shows the queue.
+///
+/// `flatland sync --store app.sqlite --url http://127.0.0.1:8080 push --on-conflict server-wins`.
+/// Every output line is one compact JSON object. Exit codes: 0 done; 1 an error (`error: …` on
+/// stderr); 2 a usage error; 3 the push finished with conflicts or errors left in the queue; 4
+/// the push or pull was aborted (the network, a 401) with nothing queued lost. A pull whose
+/// push first fails exits as that push would.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Push a store file's queued changes to a server, pull its tables, purge them, show the queue.",
+        usage: """
+            flatland sync --store <file> [--url <url>] [--protocol v1|v2|v3] <verb> …
+              <verb>: push [--on-conflict client-wins|server-wins|fail]
+                      pull NAME [--query-id QID] [--filter ODATA] [--page-size N]
+                      reconcile NAME [--by listing|get]
+                      purge NAME [--query-id QID] [--force] | pending | errors
+            """,
+        discussion: """
+            The options belong before the verb; push, pull and reconcile need --url (the tables are at <url>/tables/<name>).
+
+            push: sends the queue in order, one request per operation, and prints one line per operation sent: {"sequence":…,"table":…,"id":…,"kind":…,"status":HTTP,"result":"ok|conflict|error|resolved"} (status null when no answer came). --on-conflict (default fail): client-wins resends the local row over the server's version, server-wins takes the server's row and drops the operation (both print resolved); fail leaves the operation in the queue, failed, with the server's row.
+            pull NAME: with --query-id, incremental and resumable (a delta token per table and query id); without, a full read of the query. --filter is OData text passed as written; --page-size defaults to 50. Queued operations are pushed first (as push without --on-conflict); when that leaves any in the queue the pull is cancelled. Prints {"table":…,"pages":…,"rows":…,"deleted":…,"skipped":…,"token":…} at the end (rows: received from the server; deleted: removed locally; skipped: left alone for their queued operations); progress goes to stderr.
+            reconcile NAME: removes the local rows the server no longer has (hard-deleted there, which a pull never sees), except rows with queued operations; --by listing (the default) reads the table's ids in one $select=id listing, --by get asks for each row. Prints {"table":…,"checked":…,"removed":…}.
+            purge NAME: drops the table's rows, operations and delta tokens; refused while it has queued operations unless --force. With --query-id, resets that query's delta token only.
+            pending: the queue, one operation per line in order: {"sequence":…,"table":…,"id":…,"kind":…,"state":…}.
+            errors: the failed operations, each with "status" and "serverItem" as well.
+
+            Exit codes: 0 done; 1 an error, with 'error: …' on stderr; 2 a usage error; 3 the push finished with conflicts or errors left in the queue; 4 the push or pull was aborted (the network, a 401) and nothing queued was lost. A pull whose push first fails exits as that push would (3 or 4), after printing that push's lines.
+            """
+    )
+
+    @OptionGroup var storeOptions: StoreOptions
+
+    @Option(help: "The server's base URL (http or https); push, pull and reconcile need it.")
+    var url: String?
+
+    @Argument(help: "What to do: push, pull, reconcile, purge, pending or errors.")
+    var verb: SyncVerb
+
+    @Argument(parsing: .captureForPassthrough, help: "The verb's arguments and options (<verb> --help shows them).")
+    var arguments: [String] = []
+
+    func validate() throws {
+        if let url { _ = try httpURL(url) }
+    }
+
+    func run() async throws {
+        guard let action = try SyncAction(verb: verb, arguments: arguments) else { return }
+        var baseURL: URL?
+        if let url { baseURL = try httpURL(url) }
+        if action.needsServer, baseURL == nil {
+            throw CLIFailure.usage("\(verb) talks to the server: give --url before the verb")
+        }
+        let store = try await OfflineStore.open(
+            path: storeOptions.store, baseURL: baseURL, protocol: storeOptions.tableProtocol)
+        try await store.run { store in try await action.perform(on: store.sync) }
+    }
+}
+
+/// The verbs of `flatland sync`.
+enum SyncVerb: String, ExpressibleByArgument, CaseIterable {
+    case push, pull, reconcile, purge, pending, errors
+}
+
+/// `--by`'s values.
+enum ReconcileChoice: String, ExpressibleByArgument, CaseIterable {
+    case listing, get
+
+    var method: ReconcileMethod {
+        switch self {
+        case .listing: .listing
+        case .get: .get
+        }
+    }
+}
+
+/// `--on-conflict`'s values.
+enum ConflictChoice: String, ExpressibleByArgument, CaseIterable {
+    case clientWins = "client-wins"
+    case serverWins = "server-wins"
+    case fail
+
+    var handler: ConflictHandler? {
+        switch self {
+        case .clientWins: ConflictPolicy.clientWins
+        case .serverWins: ConflictPolicy.serverWins
+        case .fail: nil
+        }
+    }
+}
+
+// MARK: The verbs' arguments
+
+/// The table's name, the first argument of `pull`, `reconcile` and `purge`.
+struct TableNameArgument: ParsableArguments {
+    @Argument(help: "The table's name.")
+    var name: String
+
+    func validate() throws {
+        guard !name.isEmpty else { throw ValidationError("the table's name is empty") }
+    }
+}
+
+/// `push`'s options.
+struct SyncPushArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push", abstract: "Send the queue in order, one request per operation.")
+
+    @Option(help: "How a conflict (412, 409) is settled: client-wins, server-wins, or fail (left in the queue).")
+    var onConflict: ConflictChoice = .fail
+}
+
+/// `pull`'s arguments.
+struct SyncPullArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pull", abstract: "Bring a table's rows in, incrementally with a query id.")
+
+    @OptionGroup var table: TableNameArgument
+
+    @Option(help: "The query's id: the pull is incremental, with a delta token kept for the table and this id.")
+    var queryId: String?
+
+    @Option(help: "An OData $filter, passed as written (double a quote inside a string literal).")
+    var filter: String?
+
+    @Option(help: "The rows per request.")
+    var pageSize: Int = 50
+
+    func validate() throws {
+        if let queryId, queryId.isEmpty { throw ValidationError("--query-id is empty") }
+        if let filter, filter.allSatisfy(\.isWhitespace) { throw ValidationError("--filter is empty") }
+        guard pageSize > 0 else { throw ValidationError("--page-size must be at least 1") }
+    }
+}
+
+/// `reconcile`'s arguments.
+struct SyncReconcileArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reconcile", abstract: "Remove the local rows the server no longer has.")
+
+    @OptionGroup var table: TableNameArgument
+
+    @Option(help: "How the server is asked: listing (one $select=id listing) or get (one GET per row).")
+    var by: ReconcileChoice = .listing
+
+}
+
+/// `purge`'s arguments.
+struct SyncPurgeArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purge", abstract: "Drop a table's rows, operations and delta tokens, or one query's token.")
+
+    @OptionGroup var table: TableNameArgument
+
+    @Option(help: "Reset this query's delta token only.")
+    var queryId: String?
+
+    @Flag(help: "Purge even with operations queued (they are dropped).")
+    var force = false
+
+    func validate() throws {
+        if let queryId, queryId.isEmpty { throw ValidationError("--query-id is empty") }
+    }
+}
+
+/// `pending`'s and `errors`' (no) arguments.
+struct SyncQueueArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "pending|errors", abstract: "The queue.")
+}
+
+/// What one run does, its arguments parsed and checked before the file is opened.
+enum SyncAction {
+    case push(ConflictChoice)
+    case pull(String, queryID: String?, query: TableQuery, pageSize: Int)
+    case reconcile(String, ReconcileMethod)
+    case purge(String, queryID: String?, force: Bool)
+    case pending
+    case errors
+
+    /// The action of `verb` with `arguments`; nil when the verb's help was asked for (and printed).
+    ///
+    /// - Throws: ``CLIFailure/usage(_:)`` for arguments the verb does not take.
+    init?(verb: SyncVerb, arguments: [String]) throws {
+        do {
+            switch verb {
+            case .push:
+                guard let parsed = try TableAction.parse(SyncPushArguments.self, arguments) else { return nil }
+                self = .push(parsed.onConflict)
+            case .pull:
+                guard let parsed = try TableAction.parse(SyncPullArguments.self, arguments) else { return nil }
+                self = .pull(
+                    parsed.table.name, queryID: parsed.queryId,
+                    query: TableQuery(filter: parsed.filter.map { .raw($0) }),
+                    pageSize: parsed.pageSize)
+            case .reconcile:
+                guard let parsed = try TableAction.parse(SyncReconcileArguments.self, arguments) else { return nil }
+                self = .reconcile(parsed.table.name, parsed.by.method)
+            case .purge:
+                guard let parsed = try TableAction.parse(SyncPurgeArguments.self, arguments) else { return nil }
+                self = .purge(parsed.table.name, queryID: parsed.queryId, force: parsed.force)
+            case .pending, .errors:
+                guard try TableAction.parse(SyncQueueArguments.self, arguments) != nil else { return nil }
+                self = verb == .pending ? .pending : .errors
+            }
+        } catch let error as ValidationError {
+            throw CLIFailure.usage("\(verb): \(error.message)")
+        }
+    }
+
+    /// Whether the verb talks to the server.
+    var needsServer: Bool {
+        switch self {
+        case .push, .pull, .reconcile: true
+        case .purge, .pending, .errors: false
+        }
+    }
+
+    /// Does it and prints the lines.
+    func perform(on sync: SyncContext) async throws {
+        var pushFailure: CLIFailure?
+        do throws(SyncError) {
+            switch self {
+            case .push(let choice):
+                let result = await sync.push(onConflict: choice.handler)
+                for outcome in result.outcomes { printLine(outcome.line) }
+                pushFailure = result.failure
+            case .pull(let name, let queryID, let query, let pageSize):
+                let table = sync.table(name)
+                let queued = try sync.operations(table: name).count
+                if queued > 0 {
+                    FileHandleOutput.standardError.write(
+                        "pull \(name): pushing the queue first (\(queued) operations)\n")
+                }
+                let progress = Self.reportProgress(of: sync)
+                defer { progress.cancel() }
+                do throws(SyncError) {
+                    let result = try await table.pull(queryID: queryID, query: query, pageSize: pageSize)
+                    printLine([
+                        "table": .string(result.table), "pages": .integer(result.pages), "rows": .integer(result.rows),
+                        "deleted": .integer(result.deleted), "skipped": .integer(result.skipped),
+                        "token": .text(result.token),
+                    ])
+                } catch {
+                    // The push before the pull failed: its lines, and its exit.
+                    if error.code == .pushFailed, let push = error.push {
+                        for outcome in push.outcomes { printLine(outcome.line) }
+                    }
+                    throw error
+                }
+            case .reconcile(let name, let method):
+                let result = try await sync.table(name).reconcile(by: method)
+                printLine([
+                    "table": .string(result.table), "checked": .integer(result.checked),
+                    "removed": .integer(result.removed),
+                ])
+            case .purge(let name, let queryID, let force):
+                try sync.table(name).purge(queryID: queryID, force: force)
+            case .pending:
+                for operation in try sync.operations() { printLine(operation.line) }
+            case .errors:
+                for operation in try sync.failedOperations() { printLine(operation.errorLine) }
+            }
+        } catch {
+            throw error.failure
+        }
+        if let pushFailure { throw pushFailure }
+    }
+
+    /// Writes the context's progress to stderr, one line per pulled page or pushed operation,
+    /// until cancelled.
+    private static func reportProgress(of sync: SyncContext) -> Task<Void, Never> {
+        let updates = sync.progress()
+        return Task {
+            for await update in updates {
+                switch update {
+                case .push(let sent, let total):
+                    FileHandleOutput.standardError.write("push: \(sent)/\(total) operations\n")
+                case .pull(let table, let pages, let rows):
+                    FileHandleOutput.standardError.write("pull \(table): page \(pages), \(rows) rows\n")
+                }
+            }
+        }
+    }
+}
