@@ -30,7 +30,9 @@ extension OfflineTable {
     /// (`gt` in v3) ordered by `updatedAt`, `pageSize` rows at a time, re-paged as the v2
     /// clients do (when a page raises the token the filter moves to it and `$skip` starts again
     /// at 0, otherwise `$skip` advances), and a crash or a dropped connection resumes from the
-    /// last whole page. Without one it reads the whole query. Rows marked deleted are removed
+    /// last whole page. Without one it reads the whole query. In v3 the pull sends `$count=true`
+    /// and no `$skip`/`$top`, as the Datasync clients do, and follows the server's next links:
+    /// `pageSize` applies to v1 and v2. Rows marked deleted are removed
     /// locally; rows with operations not pushed yet are left as they are (local changes win
     /// until pushed). When the table has operations queued, the queue is pushed first, and the
     /// pull is cancelled (``SyncErrorCode/pushFailed``) if that does not empty the table's.
