@@ -656,3 +656,33 @@ struct PushFaultTests {
         }
     }
 }
+
+@Suite("Offline tables: a change to a row while its operation is being pushed")
+struct InFlightTests {
+    @Test func itIsQueuedBehindTheOperationNeverMergedIntoIt() async throws {
+        try await withSyncServer { server, port in
+            let device = try Device(port: port)
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "f", "text": "first"])
+            server.tableFaults.inject(.delay(.milliseconds(400)), method: "POST")
+            let push = Task { await device.sync.push() }
+            try await Task.sleep(for: .milliseconds(150))
+            try todos.update(["id": "f", "text": "second"])
+            let ops = try device.sync.operations()
+            #expect(ops.map(\.kind) == [.insert, .update])
+            let first = await push.value
+            #expect(first.outcomes.map(\.kind) == [.insert])
+            // The insert sent "first"; the queued update sends "second" over the new version.
+            #expect(try device.sync.operations().map(\.kind) == [.update])
+            let second = await device.sync.push()
+            #expect(second.succeeded)
+            let reader = try Device(port: port)
+            defer { reader.remove() }
+            _ = try await reader.sync.table("todoitem").pull()
+            #expect(reader.sync.table("todoitem").lookup("f")?.text("text") == "second")
+            await reader.close()
+            await device.close()
+        }
+    }
+}

@@ -178,8 +178,8 @@ extension SyncContext {
                     answer = try await LocalID.insert(
                         localID, operation: operation, path: path, body: body, engine: engine, context: self)
                 } else {
-                    answer = try await engine.send(
-                        method, path, body: body, headers: headers, commitPlan: dropOperation)
+                    answer = try await sendRow(
+                        operation, method: method, path: path, body: body, headers: headers, engine: engine)
                 }
             case .delete:
                 var headers: HTTPHeaders = [:]
@@ -205,6 +205,60 @@ extension SyncContext {
         }
     }
 
+    /// A change to the row queued behind the operation while the operation was on its way:
+    /// the answer's commit steps back rather than write over it.
+    struct LaterChangeDuringPush: Error {}
+
+    /// Sends an insert or an update. When a later change to the row is queued behind it (made
+    /// while this one was on its way), the server's answer does not overwrite the local row:
+    /// only its system properties are taken, and the later operations are based on the new
+    /// version. Checked when the answer arrives and again inside its commit.
+    private func sendRow(
+        _ operation: SyncOperation, method: HTTPMethod, path: String, body: [UInt8], headers: HTTPHeaders,
+        engine: TableEngine
+    ) async throws(TableError<JSONObject>) -> HTTPResult {
+        let sequence = operation.sequence
+        let table = operation.table
+        let item = operation.itemID
+        let names = engine.version.systemPropertyNames
+        let versionName = engine.wireName(.version)
+        let held = Mutex<(held: Bool, system: JSONObject)>((false, [:]))
+        let laterOperations: @Sendable (Database) throws -> [SyncOperation] = { db in
+            try SyncQueue.operations(db, table: table, itemID: item).filter { $0.sequence > sequence }
+        }
+        let answer = try await engine.send(
+            method, path, body: body, headers: headers,
+            condition: { [self] entity in
+                let fields = entity.untypedFields ?? entity.fields
+                let system = JSONObject(fields.members.filter { names.contains($0.key) })
+                let later = (try? transaction { db in !(try laterOperations(db)).isEmpty }) ?? false
+                held.withLock { $0 = (later, system) }
+                return !later
+            },
+            commitPlan: { _ in
+                let (wasHeld, system) = held.withLock { $0 }
+                let version = versionName.flatMap { name -> String? in
+                    if case .string(let v)? = system[name] { return v }
+                    return nil
+                }
+                return ResponseCommit(
+                    alongside: SQLiteTransactionWork { db in
+                        try SyncQueue.remove(db, sequence: sequence)
+                        let later = try laterOperations(db)
+                        guard !later.isEmpty else { return }
+                        if !wasHeld { throw LaterChangeDuringPush() }
+                        for next in later { try SyncQueue.setVersion(db, sequence: next.sequence, version) }
+                    })
+            })
+        let (wasHeld, system) = held.withLock { $0 }
+        if wasHeld, system.count > 0 {
+            var change = StoreChange()
+            change.upsert(id: engine.storeID(item), fields: system)
+            _ = try? session.store.commit(change)
+        }
+        return answer
+    }
+
     private func handle(
         _ error: TableError<JSONObject>, operation: SyncOperation, engine: TableEngine, wasAttempted: Bool,
         onConflict: ConflictHandler?, outcome: inout PushOutcome, retriesLeft: Int
@@ -216,6 +270,12 @@ extension SyncContext {
         {
             outcome.result = .error
             return .abort(http.status == 401 ? "the server answered 401" : http.message)
+        }
+        if let http = error.httpError, SyncContext.chain(of: http).contains(where: { $0 is LaterChangeDuringPush }) {
+            // Applied on the server, not taken locally: left attempted, so the next push checks
+            // the server's row against the local one.
+            outcome.result = .error
+            return .next
         }
         if operation.kind == .delete, error.code == .notFound || error.code == .gone {
             try? transaction { db in try SyncQueue.remove(db, sequence: sequence) }
