@@ -232,6 +232,13 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         if options.removeFilesOnClose { try? Self.removeFiles(atPath: path) }
     }
 
+    /// Reads from the file outside any commit, on a snapshot (WAL mode: never blocked by the
+    /// store's writes): for tables kept beside the records, such as a sync queue, whose writes
+    /// go through ``SQLiteTransactionWork``.
+    public func read<T>(_ body: (Database) throws -> T) throws -> T {
+        try database().read(body)
+    }
+
     private func database() throws(SQLiteStoreError) -> DatabasePool {
         guard let pool = state.withLock({ pool }) else {
             throw SQLiteStoreError(.closed, path: path, message: "the store was closed")

@@ -127,6 +127,11 @@ public struct IngestOptions: Sendable {
     /// task's collection. (A sync pull leaves out the rows with local changes not yet pushed.)
     public var condition: (@Sendable (IncomingEntity) -> Bool)? = nil
 
+    /// Whether the response updates its endpoint's collection (true by default). A sync pull's
+    /// pages, each with its own filter, would otherwise leave one collection per page, every
+    /// pulled id listed again in memory.
+    public var updatesEndpointCollection = true
+
     /// Options; every argument has a default.
     public init(
         resolver: any IdentityResolver = PrefixedIDResolver(),

@@ -206,7 +206,8 @@ public final class Ingestor {
         var taken = PendingBatch()
         swap(&taken, &batch)
         return IngestBatch(
-            pending: taken, registry: registry, taskID: taskID, endpoint: endpoint, skipped: skipped,
+            pending: taken, registry: registry, taskID: taskID,
+            endpoint: options.updatesEndpointCollection ? endpoint : nil, skipped: skipped,
             bytes: parser.bytesConsumed)
     }
 

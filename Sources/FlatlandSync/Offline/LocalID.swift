@@ -56,7 +56,6 @@ enum LocalID {
                 return ResponseCommit(
                     removing: [localStoreID],
                     alongside: SQLiteTransactionWork { db in
-                        try db.execute(sql: LocalID.schema)
                         try db.execute(
                             sql: "INSERT OR REPLACE INTO flatland_sync_local_ids VALUES (?, ?, ?)",
                             arguments: [table, localID, serverID])

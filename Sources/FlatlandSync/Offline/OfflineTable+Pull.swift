@@ -50,7 +50,7 @@ extension OfflineTable {
         let table = name
         var token: TableTimestamp?
         if let queryID {
-            let text = try context.transaction { db in try SyncQueue.token(db, table: table, queryID: queryID) }
+            let text = try context.read { db in try SyncQueue.token(db, table: table, queryID: queryID) }
             token =
                 try text.map { text throws(SyncError) in
                     do {
@@ -161,7 +161,7 @@ extension OfflineTable {
         guard let updatedName = engine.wireName(.updatedAt), let deletedName = engine.wireName(.deleted) else {
             throw SyncError(.invalidRow, "the protocol has no updatedAt", table: table)
         }
-        let pending = try context.transaction { db in try SyncQueue.pendingIDs(db, table: table) }
+        let pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
         let tally = Mutex(PageTally())
         let prefix = engine.prefix
         let store = store
@@ -204,7 +204,8 @@ extension OfflineTable {
             return ResponseCommit(removing: page.deletedIDs, alongside: work)
         }
         do {
-            let answer = try await engine.send(.get, path, start: start, condition: condition, commitPlan: commitPlan)
+            let answer = try await engine.send(
+                .get, path, start: start, condition: condition, commitPlan: commitPlan, endpointCollection: false)
             tally.withLock { $0.nextLink = answer.nextLink }
         } catch {
             if let http = error.httpError, SyncContext.chain(of: http).contains(where: { $0 is LocalChangeDuringPage })

@@ -41,7 +41,7 @@ extension OfflineTable {
         async throws(SyncError) -> ReconcileResult
     {
         let table = name
-        let pending = try context.transaction { db in try SyncQueue.pendingIDs(db, table: table) }
+        let pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
         let local = (ids ?? store.ids(prefix: prefix).map(engine.serverID)).filter {
             !pending.contains($0) && store.contains(engine.storeID($0))
         }
@@ -54,7 +54,7 @@ extension OfflineTable {
             for id in local where try await !exists(id) { missing.append(id) }
         }
         // Rows that got an operation while the server was asked stay.
-        let stillPending = try context.transaction { db in try SyncQueue.pendingIDs(db, table: table) }
+        let stillPending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
         var change = StoreChange()
         let removed = missing.filter { !stillPending.contains($0) }
         for id in removed { change.remove(engine.storeID(id)) }
@@ -128,6 +128,6 @@ extension OfflineTable {
 extension SyncContext {
     /// Whether the file remembers that `table`'s server assigns its row ids.
     public func serverAssignsIDs(table: String) throws(SyncError) -> Bool {
-        try transaction { db in try SyncQueue.serverAssignsIDs(db, table: table) }
+        try read { db in try SyncQueue.serverAssignsIDs(db, table: table) }
     }
 }

@@ -45,10 +45,7 @@ public struct OfflineTable: Sendable {
     public func resolve(_ id: String) -> String {
         guard LocalID.isLocal(id), !store.contains(engine.storeID(id)) else { return id }
         let table = name
-        let found = try? context.transaction { db -> String? in
-            try db.execute(sql: LocalID.schema)
-            return try LocalID.serverID(db, table: table, localID: id)
-        }
+        let found = try? context.read { db -> String? in try LocalID.serverID(db, table: table, localID: id) }
         return (found ?? nil) ?? id
     }
 

@@ -107,7 +107,7 @@ extension SyncContext {
         defer { setInFlight(nil) }
         for queued in operations {
             // The queue may have changed while earlier operations were sent.
-            guard let operation = try? transaction({ db in try SyncQueue.operation(db, sequence: queued.sequence) })
+            guard let operation = try? read({ db in try SyncQueue.operation(db, sequence: queued.sequence) })
             else { continue }
             var outcome = PushOutcome(
                 sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
@@ -231,7 +231,7 @@ extension SyncContext {
             condition: { [self] entity in
                 let fields = entity.untypedFields ?? entity.fields
                 let system = JSONObject(fields.members.filter { names.contains($0.key) })
-                let later = (try? transaction { db in !(try laterOperations(db)).isEmpty }) ?? false
+                let later = (try? read { db in !(try laterOperations(db)).isEmpty }) ?? false
                 held.withLock { $0 = (later, system) }
                 return !later
             },
@@ -358,7 +358,7 @@ extension SyncContext {
             try? transaction { db in
                 try SyncQueue.collapse(db, sequence: sequence, kind: kind, version: serverVersion, item: operation.item)
             }
-            guard let again = try? transaction({ db in try SyncQueue.operation(db, sequence: sequence) }) else {
+            guard let again = try? read({ db in try SyncQueue.operation(db, sequence: sequence) }) else {
                 return .next
             }
             let step = await pushOne(again, onConflict: nil, outcome: &outcome, retriesLeft: retriesLeft - 1)

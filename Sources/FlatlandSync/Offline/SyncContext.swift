@@ -110,7 +110,7 @@ public final class SyncContext: Sendable {
 
     /// The queue, in push order; only `table`'s operations when given.
     public func operations(table: String? = nil) throws(SyncError) -> [SyncOperation] {
-        try transaction { db in try SyncQueue.operations(db, table: table) }
+        try read { db in try SyncQueue.operations(db, table: table) }
     }
 
     /// The operations that failed, with their status and the server's row.
@@ -142,6 +142,18 @@ public final class SyncContext: Sendable {
     }
 
     // MARK: Transactions
+
+    /// Reads the file on a snapshot, without a write transaction.
+    func read<T: Sendable>(_ body: (Database) throws -> T) throws(SyncError) -> T {
+        guard let persistence = session.store.persistence as? SQLitePersistence else {
+            throw SyncError(.notPersistent, "the session's store is not kept in SQLite")
+        }
+        do {
+            return try persistence.read(body)
+        } catch {
+            throw SyncContext.unwrap(error)
+        }
+    }
 
     /// Runs `body` in a transaction of the session's file (through an empty commit of the store,
     /// so it is serialized with every other write).

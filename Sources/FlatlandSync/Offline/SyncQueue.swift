@@ -38,7 +38,7 @@ enum SyncQueue {
     ]
 
     static func create(_ db: Database) throws {
-        for statement in schema { try db.execute(sql: statement) }
+        for statement in schema + [LocalID.schema] { try db.execute(sql: statement) }
     }
 
     // MARK: Reading

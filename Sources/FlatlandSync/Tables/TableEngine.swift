@@ -113,11 +113,12 @@ struct TableEngine: Sendable {
     func send(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:], start: Int? = nil,
         condition: (@Sendable (IncomingEntity) -> Bool)? = nil,
-        commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
+        commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil, endpointCollection: Bool = true
     ) async throws(TableError<JSONObject>) -> HTTPResult {
         var options = ingestOptions
         if let start { options.page.start = start }
         if let condition { options.condition = condition }
+        options.updatesEndpointCollection = endpointCollection
         do {
             return try await session.send(
                 method, path, body: body, headers: headers, ingestOptions: options, commitPlan: commitPlan)
