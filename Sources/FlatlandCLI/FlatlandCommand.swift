@@ -17,7 +17,7 @@ struct FlatlandCommand: AsyncParsableCommand {
         subcommands: [
             ParseCommand.self, IngestCommand.self, DumpCommand.self, GenerateCommand.self, ServeCommand.self,
             DemoCommand.self, BenchCommand.self, SQLiteBenchCommand.self, BenchHTTPCommand.self,
-            PersistStreamCommand.self, PersistAlongsideCommand.self, TableCommand.self,
+            PersistStreamCommand.self, PersistAlongsideCommand.self, TableCommand.self, SyncBenchCommand.self,
         ]
     )
 
