@@ -51,17 +51,20 @@ enum SyncBench {
 
     /// The live (not deleted) rows of `table` in the server's file.
     static func serverRows(serverFile: String, table: String) throws -> Int {
-        var configuration = Configuration()
-        configuration.readonly = true
-        let queue = try DatabaseQueue(path: serverFile, configuration: configuration)
-        defer { try? queue.close() }
-        return try queue.read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM \"tbl_\(table)\" WHERE deleted = 0") ?? 0
-        }
+        try count(in: serverFile, sql: "SELECT count(*) FROM \"tbl_\(table)\" WHERE deleted = 0")
     }
 
-    /// A fresh device: a persistent session in `directory` talking to `url`, and its sync context.
-    /// `filters` run after the table headers are added.
+    /// The one integer `sql` reads from the SQLite file at `path`, opened read-only.
+    private static func count(in path: String, sql: String, arguments: StatementArguments = []) throws -> Int {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { db in try Int.fetchOne(db, sql: sql, arguments: arguments) ?? 0 }
+    }
+
+    /// A fresh device: a persistent session in `directory` talking to `url`, and its sync
+    /// context; `filters` run after the table headers are added.
     static func device(url: URL, version: TableProtocol, directory: String, filters: [any HTTPFilter] = []) throws
         -> (Session, SyncContext)
     {
@@ -78,16 +81,10 @@ enum SyncBench {
     /// The rows of `table` in the closed store file of the device in `directory`.
     static func storeRows(directory: String, table: String) throws -> Int {
         let path = SQLitePersistence.sessionStorage(in: directory).location(user: "bench", environment: "bench").path
-        var configuration = Configuration()
-        configuration.readonly = true
-        let queue = try DatabaseQueue(path: path, configuration: configuration)
-        defer { try? queue.close() }
         let head = TableRowID.storeID(serverID: "", prefix: TableRowID.prefix(forTable: table))
-        return try queue.read { db in
-            try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM entities WHERE substr(id, 1, ?) = ?",
-                arguments: [head.utf8.count, head]) ?? 0
-        }
+        return try count(
+            in: path, sql: "SELECT count(*) FROM entities WHERE substr(id, 1, ?) = ?",
+            arguments: [head.utf8.count, head])
     }
 
     /// What one first pull gave, as the child process reports it.

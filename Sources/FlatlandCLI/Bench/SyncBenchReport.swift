@@ -48,13 +48,16 @@ struct SyncBenchReport {
         #endif
     }
 
+    /// A rate to the unit, as the table prints it.
+    private func whole(_ value: Double) -> String { value.isFinite ? String(Int(value.rounded())) : "-" }
+
     func table() -> String {
         func line(_ index: Int, _ label: String) -> String {
             let pulls = pullResults[index]
-            return "  \(label): \(formatted(rowsPerSecond(index), 0)) rows/s "
+            return "  \(label): \(whole(rowsPerSecond(index))) rows/s "
                 + "(\(formatted(Bench.median(pulls.map(\.seconds)), 2)) s, \(pulls.first?.pages ?? 0) pages), "
                 + "peak memory growth \(formatted(peakGrowth(index), 1)) MB; the same requests, bytes only: "
-                + "\(formatted(floorRowsPerSecond(index), 0)) rows/s"
+                + "\(whole(floorRowsPerSecond(index))) rows/s"
         }
         return """
             Offline sync over loopback, \(version), \(Self.build) build, median of \(runs) runs \
@@ -64,8 +67,8 @@ struct SyncBenchReport {
             \(line(1, "pages of 1000"))
             \(line(2, "\(smallRows) rows, pages of \(pageSize)"))
             Push of \(pushes) queued inserts, every one on the server, the queue empty:
-              \(formatted(pushOpsPerSecond, 0)) operations/s (\(formatted(Bench.median(pushResults.map(\.seconds)), 2)) s; \
-            queued locally at \(formatted(queueInsertsPerSecond, 0)) inserts/s)
+              \(whole(pushOpsPerSecond)) operations/s (\(formatted(Bench.median(pushResults.map(\.seconds)), 2)) s; \
+            queued locally at \(whole(queueInsertsPerSecond)) inserts/s)
 
             Bars:
               pull_rows_per_s >= 20000    \(formatted(rowsPerSecond(0), 3))    \(barMet ? "met" : "NOT MET")
