@@ -17,8 +17,8 @@ struct FlatlandCommand: AsyncParsableCommand {
         subcommands: [
             ParseCommand.self, IngestCommand.self, DumpCommand.self, GenerateCommand.self, ServeCommand.self,
             DemoCommand.self, BenchCommand.self, SQLiteBenchCommand.self, BenchHTTPCommand.self, TableBenchCommand.self,
-            PersistStreamCommand.self, PersistAlongsideCommand.self, TableCommand.self, LocalCommand.self,
-            SyncCommand.self,
+            SyncBenchCommand.self, PersistStreamCommand.self, PersistAlongsideCommand.self, TableCommand.self,
+            LocalCommand.self, SyncCommand.self,
         ]
     )
 

@@ -1,0 +1,262 @@
+import Flatland
+import FlatlandHTTP
+import FlatlandJSON
+import FlatlandSQLite
+import FlatlandSync
+import Foundation
+import GRDB
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The work of `flatland bench-sync`: the server's tables seeded in one transaction, a first
+/// pull by a fresh device in a child process, and a push of queued inserts.
+enum SyncBench {
+    /// The table of `--rows` rows, and the one of a tenth of them (the memory check).
+    static let pullTable = "benchpull"
+    static let smallTable = "benchpullsmall"
+
+    /// The table run `run`'s push writes into, empty before it.
+    static func pushTable(_ run: Int) -> String { "benchpush\(run)" }
+
+    /// Fills `table` in the server's SQLite file with `rows` rows in one transaction, after the
+    /// server made its schema, and moves the server's clock past them as its own inserts would
+    /// have. Row `i` was written at 2026-01-01T00:00:00Z plus `i` microseconds.
+    static func seed(serverFile: String, table: String, rows: Int) throws {
+        let queue = try DatabaseQueue(path: serverFile)
+        let base: Int64 = 1_767_225_600_000_000
+        try queue.write { db in
+            let insert = try db.makeStatement(
+                sql: "INSERT INTO \"tbl_\(table)\" (id, created_at, updated_at, version, deleted, data) "
+                    + "VALUES (?, ?, ?, ?, 0, ?)")
+            for i in 0..<rows {
+                let time = base + Int64(i)
+                let data =
+                    "{\"text\":\"Task number \(i) of the offline benchmark\",\"complete\":\(i % 3 == 0),"
+                    + "\"priority\":\(i % 5)}"
+                try insert.execute(arguments: ["row-\(i)", time, time, Int64(i + 1), data])
+            }
+            try db.execute(
+                sql: "UPDATE flatland_table_clock SET updated_at = max(updated_at, ?), version = max(version, ?) "
+                    + "WHERE id = 1",
+                arguments: [base + Int64(rows), Int64(rows)])
+        }
+        try queue.close()
+    }
+
+    /// The live (not deleted) rows of `table` in the server's file.
+    static func serverRows(serverFile: String, table: String) throws -> Int {
+        try count(in: serverFile, sql: "SELECT count(*) FROM \"tbl_\(table)\" WHERE deleted = 0")
+    }
+
+    /// The one integer `sql` reads from the SQLite file at `path`, opened read-only.
+    private static func count(in path: String, sql: String, arguments: StatementArguments = []) throws -> Int {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { db in try Int.fetchOne(db, sql: sql, arguments: arguments) ?? 0 }
+    }
+
+    /// A fresh device: a persistent session in `directory` talking to `url`, and its sync
+    /// context; `filters` run after the table headers are added.
+    static func device(url: URL, version: TableProtocol, directory: String, filters: [any HTTPFilter] = []) throws
+        -> (Session, SyncContext)
+    {
+        let environment = try Environment(name: "bench", baseURL: url, allowInsecureHTTP: true)
+        var configuration = Backend.Configuration()
+        configuration.addTableHeaders(protocol: version)
+        configuration.filters += filters
+        let session = try Session(
+            user: "bench", environment: environment, registry: EntityRegistry([]),
+            storage: .persistent(SQLitePersistence.sessionStorage(in: directory)), configuration: configuration)
+        return (session, try SyncContext(session: session, options: TableOptions(protocol: version)))
+    }
+
+    /// The rows of `table` in the closed store file of the device in `directory`.
+    static func storeRows(directory: String, table: String) throws -> Int {
+        let path = SQLitePersistence.sessionStorage(in: directory).location(user: "bench", environment: "bench").path
+        let head = TableRowID.storeID(serverID: "", prefix: TableRowID.prefix(forTable: table))
+        return try count(
+            in: path, sql: "SELECT count(*) FROM entities WHERE substr(id, 1, ?) = ?",
+            arguments: [head.utf8.count, head])
+    }
+
+    /// What one first pull gave, as the child process reports it.
+    struct Pull {
+        var seconds: Double
+        var rows: Int
+        var pages: Int
+        /// The rows in the store file afterwards.
+        var stored: Int
+        /// The peak resident memory during the pull above the resident memory before it, in MB.
+        var peakGrowthMB: Double
+        /// The seconds the same requests took through URLSession, the bytes read and dropped:
+        /// what the server and loopback cost, a floor under the pull.
+        var floorSeconds: Double
+
+        var json: String {
+            JSONValue.object([
+                "seconds": .number(JSONNumber(seconds) ?? 0), "floor_seconds": .number(JSONNumber(floorSeconds) ?? 0),
+                "rows": .number(JSONNumber(rows)),
+                "pages": .number(JSONNumber(pages)), "stored": .number(JSONNumber(stored)),
+                "peak_growth_mb": .number(JSONNumber(peakGrowthMB) ?? 0),
+            ]).jsonString()
+        }
+
+        init(seconds: Double, rows: Int, pages: Int, stored: Int, peakGrowthMB: Double, floorSeconds: Double) {
+            self.seconds = seconds
+            self.floorSeconds = floorSeconds
+            self.rows = rows
+            self.pages = pages
+            self.stored = stored
+            self.peakGrowthMB = peakGrowthMB
+        }
+
+        init(json text: String) throws {
+            let o = try? JSONValue(parsing: text)
+            func double(_ key: String) -> Double? { o?[key]?.numberValue.flatMap { try? $0.double() } }
+            func int(_ key: String) -> Int? { o?[key]?.numberValue.flatMap { try? $0.integer() } }
+            guard let seconds = double("seconds"), let rows = int("rows"), let pages = int("pages"),
+                let stored = int("stored"), let growth = double("peak_growth_mb"), let floor = double("floor_seconds")
+            else { throw CLIFailure.invalid("the pull's child process printed \(text)") }
+            self.init(
+                seconds: seconds, rows: rows, pages: pages, stored: stored, peakGrowthMB: growth, floorSeconds: floor)
+        }
+    }
+
+    /// In the child: a fresh device pulls the whole of `table` with a query id, `pageSize` rows a
+    /// page; the time ends when the last page is committed. The peak resident memory is reset
+    /// (`/proc/self/clear_refs`) just before the pull, once the device is open. Then the same
+    /// requests again, through URLSession with nothing decoded (the floor).
+    static func pullChild(url: URL, version: TableProtocol, table: String, pageSize: Int) async throws -> Pull {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "flatland-bench-sync-device-\(ProcessInfo.processInfo.processIdentifier)"
+        ).path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let requested = Mutex<[URL]>([])
+        let recorder = ClosureFilter { request, next in
+            requested.withLock { $0.append(request.url) }
+            return try await next(request)
+        }
+        let (session, sync) = try device(url: url, version: version, directory: directory, filters: [recorder])
+        let offline = sync.table(table)
+        Memory.resetPeak()
+        let before = Memory.megabytes("VmRSS:")
+        let start = monotonicSeconds()
+        let result = try await offline.pull(queryID: "bench", pageSize: pageSize)
+        let seconds = monotonicSeconds() - start
+        let growth = Memory.megabytes("VmHWM:") - before
+        await session.close()
+        let stored = try storeRows(directory: directory, table: table)
+        let floor = try await bytesOnly(requested.withLock { $0 }, version: version)
+        return Pull(
+            seconds: seconds, rows: result.rows, pages: result.pages, stored: stored, peakGrowthMB: growth,
+            floorSeconds: floor)
+    }
+
+    /// The seconds `urls` take one after the other through URLSession, each body read whole and
+    /// dropped.
+    static func bytesOnly(_ urls: [URL], version: TableProtocol) async throws -> Double {
+        let raw = URLSession(configuration: .ephemeral)
+        defer { raw.invalidateAndCancel() }
+        let start = monotonicSeconds()
+        for url in urls {
+            var request = URLRequest(url: url)
+            request.setValue(version == .v3 ? "3.0.0" : "2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+            let (_, response) = try await raw.data(for: request)
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else {
+                throw CLIFailure.invalid("the floor's GET \(url) was not answered 200")
+            }
+        }
+        return monotonicSeconds() - start
+    }
+
+    /// Runs one first pull in a child process of this executable (so that its memory is the
+    /// device's alone, not the server's or an earlier pull's).
+    static func pullInChild(url: URL, version: TableProtocol, table: String, pageSize: Int) throws -> Pull {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        process.arguments = [
+            "bench-sync", "--child-pull", url.absoluteString, "--child-table", table, "--page-size", "\(pageSize)",
+            "--protocol", version == .v3 ? "v3" : "v2",
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CLIFailure.invalid("the pull's child process exited \(process.terminationStatus)")
+        }
+        return try Pull(json: String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// What one push gave.
+    struct Push {
+        var seconds: Double
+        /// The seconds the local inserts took to apply and queue (not part of the push).
+        var queueSeconds: Double
+        var operations: Int
+    }
+
+    /// A fresh device queues `count` local inserts into `table` and pushes them; checks that every
+    /// one succeeded, the queue is empty and the server holds `count` rows of the table.
+    static func push(
+        url: URL, version: TableProtocol, table: String, count: Int, serverFile: String, directory: String
+    ) async throws -> Push {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (session, sync) = try device(url: url, version: version, directory: directory)
+        let offline = sync.table(table)
+        let queueStart = monotonicSeconds()
+        for i in 0..<count {
+            try offline.insert([
+                "id": .string("push-\(i)"), "text": .string("Queued offline, number \(i)"),
+                "complete": .bool(i % 2 == 0), "priority": .number(JSONNumber(i % 5)),
+            ])
+        }
+        let queueSeconds = monotonicSeconds() - queueStart
+        let start = monotonicSeconds()
+        let result = await sync.push()
+        let seconds = monotonicSeconds() - start
+        let left = try sync.operations().count
+        await session.close()
+        guard result.succeeded, result.outcomes.count == count else {
+            throw CLIFailure.invalid(
+                "the push of \(count) inserts: \(result.outcomes.count) sent, "
+                    + (result.abortReason.map { "aborted: \($0)" } ?? "not every one succeeded"))
+        }
+        guard left == 0 else { throw CLIFailure.invalid("\(left) operations left in the queue after the push") }
+        let held = try serverRows(serverFile: serverFile, table: table)
+        guard held == count else { throw CLIFailure.invalid("the server holds \(held) rows of \(table), not \(count)") }
+        return Push(seconds: seconds, queueSeconds: queueSeconds, operations: count)
+    }
+}
+
+/// This process's resident memory, from `/proc/self/status` (Linux).
+enum Memory {
+    /// The value of a `/proc/self/status` line such as `VmRSS:` or `VmHWM:`, in MB (0 when absent).
+    static func megabytes(_ key: String) -> Double {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(key) }),
+            let kilobytes = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        else { return 0 }
+        return kilobytes / 1024
+    }
+
+    /// Resets the peak (`VmHWM`) to the current resident memory, as `/proc/self/clear_refs`
+    /// allows since Linux 4.0; where it cannot, the peak stays the process's.
+    static func resetPeak() {
+        let file = open("/proc/self/clear_refs", O_WRONLY)
+        guard file >= 0 else { return }
+        _ = write(file, "5", 1)
+        close(file)
+    }
+}

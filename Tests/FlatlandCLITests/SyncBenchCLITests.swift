@@ -1,0 +1,65 @@
+import FlatlandJSON
+import Foundation
+import Testing
+
+/// `flatland bench-sync`, small: every row of the server's table reaches the device's store
+/// file, every queued insert reaches the server, and the report says so under its stable keys.
+@Suite("flatland bench-sync")
+struct SyncBenchCLITests {
+    @Test(arguments: ["v2", "v3"])
+    func smallRunPullsEveryRowAndPushesEveryInsert(version: String) throws {
+        let run = try CLI.run([
+            "bench-sync", "--rows", "300", "--pushes", "50", "--runs", "1", "--page-size", "40", "--protocol", version,
+            "--json",
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try JSONValue(parsing: run.stdout)
+        func int(_ key: String) throws -> Int {
+            let number = try #require(report[key]?.numberValue, "\(key)")
+            return try number.integer()
+        }
+        func double(_ key: String) throws -> Double {
+            let number = try #require(report[key]?.numberValue, "\(key)")
+            return try number.double()
+        }
+        #expect(report["protocol"] == .string(version))
+        #expect(try int("rows") == 300)
+        #expect(try int("rows_small") == 30)
+        #expect(try int("pushes") == 50)
+        // Every row pulled into the store file, at both page sizes and from the small table.
+        #expect(try int("pull_rows_stored") == 300)
+        #expect(try int("pull_rows_stored_page_1000") == 300)
+        #expect(try int("pull_rows_stored_small") == 30)
+        // Pages of 40 (the last one short, or empty); 300 rows fit in one page of 1000.
+        #expect(try int("pull_pages") >= 8)
+        #expect(try int("pull_pages_page_1000") == 1)
+        // Every insert pushed and on the server.
+        #expect(try int("push_operations") == 50)
+        for key in [
+            "pull_rows_per_s", "pull_rows_per_s_page_1000", "pull_rows_per_s_small", "push_ops_per_s",
+            "push_queue_inserts_per_s", "pull_seconds", "push_seconds",
+        ] {
+            #expect(try double(key) > 0, "\(key)")
+        }
+        for key in ["pull_peak_rss_growth_mb", "pull_peak_rss_growth_mb_page_1000", "pull_peak_rss_growth_mb_small"] {
+            #expect(try double(key) >= 0, "\(key)")
+        }
+        // One bar, judged on the reported pull rate.
+        guard case .array(let bars)? = report["bars"] else {
+            Issue.record("no bars list")
+            return
+        }
+        #expect(bars.count == 1)
+        let bar = try #require(bars.first)
+        #expect(bar["metric"] == .string("pull_rows_per_s"))
+        #expect(bar["value"] == report["pull_rows_per_s"])
+        #expect(bar["met"] == .bool(try double("pull_rows_per_s") >= 20_000))
+    }
+
+    @Test(arguments: [["--page-size", "0"], ["--page-size", "1001"], ["--protocol", "v1"], ["--rows", "0"]])
+    func badOptionsAreUsageErrors(arguments: [String]) throws {
+        let run = try CLI.run(["bench-sync"] + arguments)
+        #expect(run.status == 2)
+        #expect(run.stdout.isEmpty)
+    }
+}
