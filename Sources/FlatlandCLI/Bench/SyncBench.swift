@@ -24,29 +24,12 @@ enum SyncBench {
     /// The table run `run`'s push writes into, empty before it.
     static func pushTable(_ run: Int) -> String { "benchpush\(run)" }
 
-    /// Fills `table` in the server's SQLite file with `rows` rows in one transaction, after the
-    /// server made its schema, and moves the server's clock past them as its own inserts would
-    /// have. Row `i` was written at 2026-01-01T00:00:00Z plus `i` microseconds.
+    /// Fills `table` in the server's SQLite file with `rows` rows (``TableServerSeed``).
     static func seed(serverFile: String, table: String, rows: Int) throws {
-        let queue = try DatabaseQueue(path: serverFile)
-        let base: Int64 = 1_767_225_600_000_000
-        try queue.write { db in
-            let insert = try db.makeStatement(
-                sql: "INSERT INTO \"tbl_\(table)\" (id, created_at, updated_at, version, deleted, data) "
-                    + "VALUES (?, ?, ?, ?, 0, ?)")
-            for i in 0..<rows {
-                let time = base + Int64(i)
-                let data =
-                    "{\"text\":\"Task number \(i) of the offline benchmark\",\"complete\":\(i % 3 == 0),"
-                    + "\"priority\":\(i % 5)}"
-                try insert.execute(arguments: ["row-\(i)", time, time, Int64(i + 1), data])
-            }
-            try db.execute(
-                sql: "UPDATE flatland_table_clock SET updated_at = max(updated_at, ?), version = max(version, ?) "
-                    + "WHERE id = 1",
-                arguments: [base + Int64(rows), Int64(rows)])
+        try TableServerSeed.seed(serverFile: serverFile, table: table, rows: rows, id: { "row-\($0)" }) { i in
+            "{\"text\":\"Task number \(i) of the offline benchmark\",\"complete\":\(i % 3 == 0),"
+                + "\"priority\":\(i % 5)}"
         }
-        try queue.close()
     }
 
     /// The live (not deleted) rows of `table` in the server's file.

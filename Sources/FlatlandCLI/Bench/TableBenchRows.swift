@@ -45,27 +45,11 @@ enum TableBenchRows {
             + "\"priority\":\(i % 5),\"dueAt\":\"\(due)\"}"
     }
 
-    /// Fills the server's table in its SQLite file, in one transaction, after the server made
-    /// its schema (so only the column names are relied on): the server's clock is moved past
-    /// the rows, as its own inserts would have left it. Returns the seconds it took.
+    /// Fills the server's table in its SQLite file (``TableServerSeed``). Returns the seconds it
+    /// took.
     static func seed(path: String, rows: Int) throws -> Double {
         let start = monotonicSeconds()
-        let queue = try DatabaseQueue(path: path)
-        // 2026-01-01T00:00:00Z, then one microsecond per row, as the server's clock ticks.
-        let base: Int64 = 1_767_225_600_000_000
-        try queue.write { db in
-            let insert = try db.makeStatement(
-                sql: "INSERT INTO \"tbl_\(table)\" (id, created_at, updated_at, version, deleted, data) "
-                    + "VALUES (?, ?, ?, ?, 0, ?)")
-            for i in 0..<rows {
-                let time = base + Int64(i)
-                try insert.execute(arguments: [id(i), time, time, Int64(i + 1), fields(i)])
-            }
-            try db.execute(
-                sql: "UPDATE flatland_table_clock SET updated_at = ?, version = ? WHERE id = 1",
-                arguments: [base + Int64(rows), Int64(rows)])
-        }
-        try queue.close()
+        try TableServerSeed.seed(serverFile: path, table: table, rows: rows, id: id, data: fields)
         return monotonicSeconds() - start
     }
 }
