@@ -85,7 +85,7 @@ func httpURL(_ text: String, option: String = "--url") throws -> URL {
 
 /// One compact JSON object as one line on stdout.
 func printLine(_ object: JSONObject) {
-    TableOutput(dropsETagVersion: false).line(.object(object))
+    TableOutput().line(.object(object))
 }
 
 extension JSONValue {

@@ -97,8 +97,7 @@ struct TableCommand: AsyncParsableCommand {
         let action = try TableAction(verb: verb, arguments: arguments, protocol: tableProtocol)
         guard let action else { return }  // the verb's help was printed
         let table = try makeTable()
-        let output = TableOutput(
-            dropsETagVersion: tableProtocol == .v1 && !(table.options.systemProperties ?? []).contains(.version))
+        let output = TableOutput()
         do {
             try await action.perform(on: table, output: output)
         } catch {
@@ -316,11 +315,11 @@ enum TableAction {
                 for row in table.rows(in: page) { output.row(row) }
             }
         case .get(let id):
-            output.row(try await table.lookup(id).item, single: true)
+            output.row(try await table.lookup(id).item)
         case .insert(let row):
-            output.row(try await table.insert(row).item, single: true)
+            output.row(try await table.insert(row).item)
         case .update(let row):
-            output.row(try await table.update(row).item, single: true)
+            output.row(try await table.update(row).item)
         case .delete(let id, let version):
             try await table.delete(id, version: version)
         }
@@ -331,20 +330,8 @@ enum TableAction {
 
 /// How rows and failures are printed.
 struct TableOutput {
-    /// v1 without `__version` asked for: a single row's answer loses the `__version` that the
-    /// library took from the response's `ETag` (the server's body did not carry it).
-    let dropsETagVersion: Bool
-
-    /// A row as one line, as the server sent it. The library stores the version a single row's
-    /// `ETag` carries; in v1, when `__version` was not asked for, that copy is left out, so a
-    /// row shows exactly the system properties asked for.
-    func row(_ row: JSONObject, single: Bool = false) {
-        var row = row
-        if single, dropsETagVersion, let name = TableProtocol.v1.name(of: .version) {
-            row = JSONObject(row.members.filter { $0.key != name })
-        }
-        line(.object(row))
-    }
+    /// A row as one line, as the server sent it.
+    func row(_ row: JSONObject) { line(.object(row)) }
 
     func line(_ value: JSONValue) {
         var writer = JSONWriter()
