@@ -319,7 +319,7 @@ struct OfflineTests {
         }
     }
 
-    @Test func aPullSkipsRowsWithLocalChangesAndPushesFirst() async throws {
+    @Test func aPullPushesTheTablesQueuedChangesFirst() async throws {
         try await withDevices { _, one, two in
             try one.sync.table("todoitem").insert(["id": "p", "text": "server"])
             _ = await one.sync.push()
