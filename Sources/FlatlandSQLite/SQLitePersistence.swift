@@ -57,13 +57,27 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         public var removeFilesOnClose: Bool
         /// Whether the file may be written.
         public var mode: Mode
+        /// The most memory, in bytes, each connection to the file keeps for SQLite's page cache
+        /// (8 MiB by default), whatever the file's size. The transaction of a big batch (2,000
+        /// records or more) gets 64 MiB, or this if more, and gives it back after its commit.
+        public var pageCacheBytes: Int
 
-        /// Options; by default a cache of 10,000 records, a file that stays, read and written.
-        public init(cacheCapacity: Int = 10_000, removeFilesOnClose: Bool = false, mode: Mode = .readWrite) {
+        /// Options; by default a cache of 10,000 records, a file that stays, read and written,
+        /// and 8 MiB of page cache per connection.
+        public init(
+            cacheCapacity: Int = 10_000, removeFilesOnClose: Bool = false, mode: Mode = .readWrite,
+            pageCacheBytes: Int = 8 << 20
+        ) {
             self.cacheCapacity = cacheCapacity
             self.removeFilesOnClose = removeFilesOnClose
             self.mode = mode
+            self.pageCacheBytes = pageCacheBytes
         }
+
+        /// ``pageCacheBytes`` as `PRAGMA cache_size` takes it: negative KiB, at least 64 KiB.
+        var cacheSizePragma: Int { -max(64, pageCacheBytes >> 10) }
+        /// The page cache of a big batch's transaction, as `PRAGMA cache_size` takes it.
+        var bigBatchCacheSizePragma: Int { min(cacheSizePragma, -65536) }
     }
 
     /// The database file.
@@ -135,9 +149,9 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
                 // is synced when it is checkpointed, which happens off the ingest path (below).
                 try db.execute(sql: "PRAGMA synchronous = NORMAL")
                 try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
-                // A big batch's pages stay in memory until the commit instead of spilling to the
-                // log again and again (the id index takes inserts all over).
-                try db.execute(sql: "PRAGMA cache_size = -65536")
+                // A bounded page cache per connection, whatever the file's size: a long run of
+                // small commits (a pull's pages) must not end up holding the whole file.
+                try db.execute(sql: "PRAGMA cache_size = \(options.cacheSizePragma)")
             }
             let pool = try SQLiteStoreError.wrap(path: path) {
                 try DatabasePool(path: openPath, configuration: configuration)
@@ -377,8 +391,13 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         do { pool = try database() } catch {
             throw StoreWriteError(.persistence, "the commit could not be written", underlying: error)
         }
+        let big = batch.records.count >= Self.bigBatchRecords
+        defer { if big { shrinkCache(pool) } }
         do {
             written = try pool.write { db in
+                // A big batch's pages stay in memory until the commit instead of spilling to the
+                // log again and again (the id index takes inserts all over).
+                if big { try db.execute(sql: "PRAGMA cache_size = \(options.bigBatchCacheSizePragma)") }
                 let bytes = try write(batch, db)
                 do { try body?(db) } catch { throw TransactionWorkFailure(error: error) }
                 return bytes
@@ -399,6 +418,18 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             return true
         }
         if due { pool.asyncWriteWithoutTransaction { db in _ = try? db.checkpoint(.passive) } }
+    }
+
+    /// Batches of at least this many records get the big batch's cache for their transaction.
+    static let bigBatchRecords = 2_000
+
+    /// Gives the writer its normal cache back after a big batch, and the memory with it (a
+    /// failure only leaves the memory in use: the batch is written or not already).
+    private func shrinkCache(_ pool: DatabasePool) {
+        try? pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA cache_size = \(options.cacheSizePragma)")
+            try db.execute(sql: "PRAGMA shrink_memory")
+        }
     }
 
     /// Writes the batch; returns about how many bytes it logged.
