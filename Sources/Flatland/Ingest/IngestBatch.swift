@@ -4,9 +4,16 @@
 /// ``Store/ingest(_:endpoint:taskID:options:)`` does both steps; the two-step form lets a
 /// caller that streams a response (the HTTP layer) decide when to write it. A batch is committed
 /// once, to a store of the registry its ingestor was made with.
-public final class IngestBatch {
-    /// The changes, handed to the store when the batch is committed.
-    var pending: PendingBatch
+///
+/// A batch may be handed to another task to commit (a sync pull commits one page while the next
+/// downloads). It is `Sendable` because its changes are only ever read by the one commit that
+/// takes them (``take()``, under the batch's lock); everything else in it is immutable.
+public final class IngestBatch: @unchecked Sendable {
+    /// The changes, read only by the commit that took them (``take()``).
+    private var pending: PendingBatch
+    /// Whether a commit has taken the changes.
+    private var taken = false
+    private let lock = Lock()
     /// The registry the drafts were decoded with.
     let registry: EntityRegistry
     /// The display identifier of the task's collection (a new id when nil).
@@ -19,8 +26,6 @@ public final class IngestBatch {
     public let bytes: Int
     /// The page the response was, if any.
     public let page: IngestResult.Page?
-    /// Whether a store has taken the batch.
-    var committed = false
 
     init(
         pending: consuming PendingBatch, registry: EntityRegistry, taskID: String?, endpoint: String?,
@@ -37,8 +42,19 @@ public final class IngestBatch {
         self.bytes = bytes
     }
 
-    /// The number of entities the batch holds, each once.
-    public var entityCount: Int { pending.drafts.count }
+    /// The number of entities the batch holds, each once (0 once committed).
+    public var entityCount: Int { lock.withLock { taken ? 0 : pending.drafts.count } }
+
+    /// The changes, handed over once: nil when a commit took them already.
+    func take() -> PendingBatch? {
+        lock.withLock {
+            guard !taken else { return nil }
+            taken = true
+            var changes = PendingBatch()
+            swap(&changes, &pending)
+            return changes
+        }
+    }
 }
 
 /// What an ingestor may know of the store its batch is meant for: nothing it could write to.

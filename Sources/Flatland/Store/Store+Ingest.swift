@@ -49,18 +49,16 @@ extension Store {
     public func commit(
         _ batch: IngestBatch, removing: [String] = [], alongside work: (any StoreTransactionWork)? = nil
     ) throws(IngestError) -> IngestResult {
-        guard !batch.committed else {
-            throw IngestError(code: .misuse, message: "the batch has already been committed")
-        }
         guard batch.registry.hasSameTypes(as: registry) else {
             throw IngestError(code: .misuse, message: "the batch was read for a store of another registry")
         }
-        batch.committed = true
+        // The batch is handed over: an empty store may take its drafts as its records.
+        guard var pending = batch.take() else {
+            throw IngestError(code: .misuse, message: "the batch has already been committed")
+        }
         do {
-            // The batch is handed over: an empty store may take its drafts as its records.
-            defer { batch.pending = PendingBatch() }
             var result = try apply(
-                &batch.pending, taskID: batch.taskID, endpoint: batch.endpoint, removing: removing, alongside: work)
+                &pending, taskID: batch.taskID, endpoint: batch.endpoint, removing: removing, alongside: work)
             result.skipped = batch.skipped
             result.bytes = batch.bytes
             result.page = batch.page

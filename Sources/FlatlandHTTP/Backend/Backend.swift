@@ -270,6 +270,12 @@ public final class Backend: Sendable {
                         ).stamped(task.request))
                 }
             }
+            if plan.handsBack {
+                var result = HTTPResult(
+                    taskID: task.id, status: response.status, headers: response.headers, ingest: nil)
+                result.uncommitted = batch
+                return .success(result)
+            }
             let ingest = try store.commit(batch, removing: plan.removing, alongside: plan.alongside)
             return .success(
                 HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: ingest))

@@ -9,8 +9,12 @@ public struct HTTPResult: Sendable {
     public let status: Int
     /// The response's header fields.
     public let headers: HTTPHeaders
-    /// What ingesting the body did; nil for a response without a body (204, HEAD).
+    /// What ingesting the body did; nil for a response without a body (204, HEAD), and for
+    /// one whose commit plan handed the batch back.
     public let ingest: IngestResult?
+    /// The body read to its end and not written, when the request's commit plan said so
+    /// (``ResponseCommit/handsBack``): the caller commits it or drops it.
+    public internal(set) var uncommitted: IngestBatch? = nil
 
     /// The task's collection (display identifier: the task's uuid): the top-level entities of
     /// the response, in order.
@@ -23,7 +27,9 @@ public struct HTTPResult: Sendable {
     public var changes: ChangeSet { ingest?.changes ?? ChangeSet() }
     /// The next page's link: the body's (an envelope's `nextLink`) or else the `Link` header's
     /// `rel="next"` target, as sent (relative or absolute); nil when neither names one.
-    public var nextLink: String? { ingest?.page?.nextLink ?? PageHeaders.context(headers).nextLink }
+    public var nextLink: String? {
+        (ingest?.page ?? uncommitted?.page)?.nextLink ?? PageHeaders.context(headers).nextLink
+    }
 }
 
 /// One request, tracked: its own uuid, the request, a state, the status code, start and end

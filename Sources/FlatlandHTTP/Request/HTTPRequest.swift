@@ -76,9 +76,22 @@ public struct ResponseCommit: Sendable {
     /// Work run in the same persistence transaction (FlatlandSQLite's `SQLiteTransactionWork`).
     public var alongside: (any StoreTransactionWork)?
 
+    /// Whether the body is read and checked to its end but not written: the batch is handed
+    /// back in ``HTTPResult/uncommitted`` for the caller to commit (``Flatland/Store/commit(_:removing:alongside:)``)
+    /// or drop. A sync pull commits one page while the next one downloads.
+    public var handsBack: Bool
+
     /// A plan; nothing besides the body by default.
     public init(removing: [String] = [], alongside: (any StoreTransactionWork)? = nil) {
         self.removing = removing
         self.alongside = alongside
+        handsBack = false
+    }
+
+    /// The plan that writes nothing and hands the batch back (``handsBack``).
+    public static var handBack: ResponseCommit {
+        var plan = ResponseCommit()
+        plan.handsBack = true
+        return plan
     }
 }

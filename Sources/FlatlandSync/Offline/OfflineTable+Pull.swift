@@ -63,45 +63,61 @@ extension OfflineTable {
         var result = PullResult(table: name, pages: 0, rows: 0, deleted: 0, skipped: 0, token: token?.description)
         let followsLinks = engine.version == .v3
         var skip = 0
-        var path = try pullPath(query, token: token, skip: skip, pageSize: pageSize)
-        while true {
-            var page = PageTally()
-            // A local change to a row of the page, made while the page was on its way, makes its
-            // commit step back (checked inside the commit, where no local write can come between):
-            // the page is read again with that row skipped.
-            for attempt in 1...5 {
-                do {
-                    page = try await pullPage(path, start: skip, token: token, queryID: queryID)
-                    break
-                } catch  where attempt < 5 && error.code == .pageRace {
-                    continue
+        var request = PageRequest(path: try pullPath(query, token: token, skip: skip, pageSize: pageSize), start: skip)
+        // One page ahead: the next page downloads (and the server reads it) while this one
+        // commits. It is read with the token this page will leave, and committed only after this
+        // page is, so pages and tokens still reach the file in order; a failed commit drops it.
+        var next: PageFetch? = PageFetch(self, request)
+        defer { next?.cancel() }
+        var attempts = 0
+        while let fetch = next {
+            next = nil
+            let page = try await fetch.page()
+            var following: PageRequest?
+            var pageToken = token
+            let raised = page.tally.newest.map { newest in token.map { newest > $0 } ?? false } ?? false
+            if raised, let newest = page.tally.newest { pageToken = newest }
+            if followsLinks {
+                // Datasync: the server's next link, until it sends none.
+                if let link = page.nextLink {
+                    do {
+                        following = PageRequest(
+                            path: try engine.relativePath(ofLink: link), start: skip + page.tally.rows)
+                    } catch {
+                        throw SyncError(.http, error.message, table: name, tableError: error)
+                    }
                 }
+            } else if page.tally.rows >= pageSize {
+                // The v2 clients' re-paging: a raised token moves the filter and restarts $skip.
+                let nextSkip = raised ? 0 : skip + page.tally.rows
+                following = PageRequest(
+                    path: try pullPath(query, token: pageToken, skip: nextSkip, pageSize: pageSize), start: nextSkip)
             }
+            next = following.map { PageFetch(self, $0) }
+            let removed: Int
+            do {
+                removed = try commit(page, token: token, queryID: queryID)
+            } catch  where attempts < 4 && error.code == .pageRace {
+                // A local change to a row of the page, made while the page was on its way: the
+                // page is read again, with that row skipped, and what was read after it dropped.
+                attempts += 1
+                next?.cancel()
+                next = PageFetch(self, request)
+                continue
+            }
+            attempts = 0
             result.pages += 1
-            result.rows += page.rows
-            result.deleted += page.deleted
-            result.skipped += page.skipped
+            result.rows += page.tally.rows
+            result.deleted += removed
+            result.skipped += page.tally.skipped
             context.report(.pull(table: name, pages: result.pages, rows: result.rows))
-            let raised = page.newest.map { newest in token.map { newest > $0 } ?? false } ?? false
-            if raised, let newest = page.newest {
+            if raised, let newest = page.tally.newest {
                 token = newest
                 result.token = newest.description
             }
-            if followsLinks {
-                // Datasync: the server's next link, until it sends none.
-                guard let link = page.nextLink else { break }
-                do {
-                    path = try engine.relativePath(ofLink: link)
-                } catch {
-                    throw SyncError(.http, error.message, table: name, tableError: error)
-                }
-                skip += page.rows
-            } else {
-                // The v2 clients' re-paging: a raised token moves the filter and restarts $skip.
-                if page.rows < pageSize { break }
-                skip = raised ? 0 : skip + page.rows
-                path = try pullPath(query, token: token, skip: skip, pageSize: pageSize)
-            }
+            guard let following else { break }
+            if !followsLinks { skip = following.start }
+            request = following
         }
         return result
     }
@@ -139,23 +155,63 @@ extension OfflineTable {
         }
     }
 
-    /// What one page did.
+    /// What one page's rows did, counted as they were read.
     struct PageTally: Sendable {
         var rows = 0
-        var deleted = 0
         var skipped = 0
+        /// The store ids of the rows marked deleted (removed by the commit where they exist).
         var deletedIDs: [String] = []
+        /// The server ids of the rows the page writes or removes.
         var written: Set<String> = []
         var newest: TableTimestamp?
+    }
+
+    /// Where a page is read from: its path, and the position of its first row in the query.
+    struct PageRequest: Sendable {
+        var path: String
+        var start: Int
+    }
+
+    /// A page read to its end and not yet committed.
+    struct FetchedPage: Sendable {
+        var tally: PageTally
+        var batch: IngestBatch
         var nextLink: String?
+    }
+
+    /// A page being read, in a task of its own, so that it can download while the page before
+    /// it commits.
+    struct PageFetch: Sendable {
+        private let task: Task<FetchedPage, any Error>
+
+        init(_ table: OfflineTable, _ request: PageRequest) {
+            task = Task { try await table.fetchPage(request) }
+        }
+
+        /// The page, or the error that ended its reading.
+        func page() async throws(SyncError) -> FetchedPage {
+            do {
+                return try await withTaskCancellationHandler {
+                    try await task.value
+                } onCancel: {
+                    task.cancel()
+                }
+            } catch let error as SyncError {
+                throw error
+            } catch {
+                throw SyncError(.http, "the page could not be read: \(error)")
+            }
+        }
+
+        func cancel() { task.cancel() }
     }
 
     /// A page that met a local change made while it was read: it is read again.
     struct LocalChangeDuringPage: Error {}
 
-    private func pullPage(_ path: String, start: Int, token: TableTimestamp?, queryID: String?)
-        async throws(SyncError) -> PageTally
-    {
+    /// Reads one page into a batch that is not committed: the rows with operations not pushed
+    /// yet are left out (and counted), the deleted ones listed for removal.
+    private func fetchPage(_ request: PageRequest) async throws(SyncError) -> FetchedPage {
         let table = name
         let engine = engine
         guard let updatedName = engine.wireName(.updatedAt), let deletedName = engine.wireName(.deleted) else {
@@ -164,7 +220,6 @@ extension OfflineTable {
         let pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
         let tally = Mutex(PageTally())
         let prefix = engine.prefix
-        let store = store
         let condition: @Sendable (IncomingEntity) -> Bool = { entity in
             let fields = entity.untypedFields ?? entity.fields
             let id = TableRowID.serverID(fromStoreID: entity.id, prefix: prefix)
@@ -177,44 +232,53 @@ extension OfflineTable {
                     t.skipped += 1
                     return false
                 }
+                t.written.insert(id)
                 if fields[deletedName] == .bool(true) {
-                    if store.contains(entity.id) {
-                        t.deleted += 1
-                        t.deletedIDs.append(entity.id)
-                        t.written.insert(id)
-                    }
+                    t.deletedIDs.append(entity.id)
                     return false
                 }
-                t.written.insert(id)
                 return true
             }
         }
-        let commitPlan: @Sendable (IngestBatch) throws -> ResponseCommit = { _ in
-            let page = tally.withLock { $0 }
-            let newToken = queryID != nil && page.newest.map { new in token.map { new > $0 } ?? true } == true
-            let text = page.newest?.description
-            let work = SQLiteTransactionWork { db in
-                if !page.written.isEmpty, !(try SyncQueue.pendingIDs(db, table: table)).isDisjoint(with: page.written) {
-                    throw LocalChangeDuringPage()
-                }
-                if newToken, let queryID, let text {
-                    try SyncQueue.setToken(db, table: table, queryID: queryID, token: text)
-                }
-            }
-            return ResponseCommit(removing: page.deletedIDs, alongside: work)
-        }
+        let answer: HTTPResult
         do {
-            let answer = try await engine.send(
-                .get, path, start: start, condition: condition, commitPlan: commitPlan, endpointCollection: false)
-            tally.withLock { $0.nextLink = answer.nextLink }
+            answer = try await engine.send(
+                .get, request.path, start: request.start, condition: condition, commitPlan: { _ in .handBack },
+                endpointCollection: false)
         } catch {
-            if let http = error.httpError, SyncContext.chain(of: http).contains(where: { $0 is LocalChangeDuringPage })
-            {
-                throw SyncError(.pageRace, "a row of the page changed locally while it was read", table: table)
-            }
             throw SyncError(.http, error.message, table: table, tableError: error)
         }
-        return tally.withLock { $0 }
+        guard let batch = answer.uncommitted else {
+            throw SyncError(.http, "the server answered \(answer.status) without a page", table: table)
+        }
+        return FetchedPage(tally: tally.withLock { $0 }, batch: batch, nextLink: answer.nextLink)
+    }
+
+    /// Commits a page read by ``fetchPage(_:)``, its removals and (with a query id, when the page
+    /// raised it) the new delta token, in one transaction; returns how many rows it removed.
+    /// - Throws: ``SyncErrorCode/pageRace`` when a row of the page got a local change meanwhile
+    ///   (nothing is then written).
+    private func commit(_ page: FetchedPage, token: TableTimestamp?, queryID: String?) throws(SyncError) -> Int {
+        let table = name
+        let tally = page.tally
+        let newToken = queryID != nil && tally.newest.map { new in token.map { new > $0 } ?? true } == true
+        let text = tally.newest?.description
+        let work = SQLiteTransactionWork { db in
+            if !tally.written.isEmpty, !(try SyncQueue.pendingIDs(db, table: table)).isDisjoint(with: tally.written) {
+                throw LocalChangeDuringPage()
+            }
+            if newToken, let queryID, let text {
+                try SyncQueue.setToken(db, table: table, queryID: queryID, token: text)
+            }
+        }
+        do {
+            return try store.commit(page.batch, removing: tally.deletedIDs, alongside: work).changes.removed.count
+        } catch {
+            if SyncContext.chain(of: error).contains(where: { $0 is LocalChangeDuringPage }) {
+                throw SyncError(.pageRace, "a row of the page changed locally while it was read", table: table)
+            }
+            throw SyncError(.store, "the page could not be written: \(error)", table: table)
+        }
     }
 
     /// Drops the table's local rows, its queued operations and its delta tokens, in one
