@@ -12,6 +12,16 @@ struct Dataset {
 }
 
 func dataset(_ name: String, dataDirectory: String) -> Dataset? {
+    guard let typed = typedDataset(name, dataDirectory: dataDirectory) else { return nil }
+    // FLATLAND_UNTYPED=1: the same bytes and identity rules with no type registered, so every
+    // entity is untyped (the untyped path of issue 25).
+    if ProcessInfo.processInfo.environment["FLATLAND_UNTYPED"] == "1" {
+        return Dataset(bytes: typed.bytes, registry: EntityRegistry(), options: typed.options)
+    }
+    return typed
+}
+
+func typedDataset(_ name: String, dataDirectory: String) -> Dataset? {
     switch name {
     case "seed-1MB":
         var generator = SeedGenerator(seed: 2026)

@@ -133,16 +133,10 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     private func speed() throws {
-        var generator = SeedGenerator(seed: 2026)
-        let bytes = generator.document(approximateBytes: 2_000_000)
+        let workload = Workload.seed(megabytes: 2)
+        let bytes = workload.bytes
         section("10. Parse and ingest speed on a 2 MB response (median of \(rounds) interleaved rounds)")
-        let workload = Workload(
-            name: "seed", bytes: bytes,
-            ingest: Workload.Ingest(
-                registry: seedFixtureRegistry(), options: IngestOptions(),
-                jsonDecoder: { try SeedCodable.decode($0).count },
-                jsonSerialization: { try SeedCodable.serialization($0).count }))
-        let r = try Bench.measure(workload, rounds: rounds)
+        let r = try Bench.measure(workload, rounds: rounds, only: ["parse", "ingest", "jsondecoder"])
         func mbps(_ s: Double?) -> String {
             s.map { formatted(Double(bytes.count) / 1e6 / $0, 1) + " MB/s" } ?? "-"
         }

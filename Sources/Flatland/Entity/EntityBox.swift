@@ -67,6 +67,10 @@ class EntityBox: @unchecked Sendable {
     }
     /// Sets a member (untyped boxes).
     func set(member key: String, value: JSONValue) {}
+    /// Sets member `key` to the value `reader` is at (untyped boxes), and moves the reader past it.
+    func append(member key: String, from reader: inout FieldReader) throws(FieldError) {
+        set(member: key, value: try reader.readJSONValue(untyped: true))
+    }
     /// Folds a later draft of the same entity into this draft: its fields win, except that a
     /// draft without a data version only adds fields to one that has a version (see
     /// ``fillsOnly(from:)``).
@@ -172,27 +176,59 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     }
 }
 
+/// An untyped entity: its fields as JSON. While the ingest reads it, and once stored, the
+/// fields are kept as the members' tokens (``UntypedMembers``) and built into a ``JSONObject``
+/// each time they are read; a box whose fields were set as an object (a record loaded from
+/// disk, a merge) keeps that object. A stored box is never mutated, so reading never writes.
 final class UntypedBox: EntityBox, @unchecked Sendable {
     let entityPrefix: String
-    var fields = JSONObject()
+    /// The members as read, while ``object`` is nil.
+    private var members = UntypedMembers()
+    /// The fields, once set as an object.
+    private var object: JSONObject?
 
     init(key: RecordKey, prefix: String) {
         entityPrefix = prefix
         super.init(key: key, classVersion: 1, type: nil)
     }
 
+    /// The fields, in the order they arrived.
+    var fields: JSONObject {
+        get { object ?? members.object() }
+        set {
+            object = newValue
+            members = UntypedMembers()
+        }
+    }
+
     override var prefix: String { entityPrefix }
     override var payload: EntityRecord.Payload { .untyped(fields) }
     override var presentKeys: [String] { fields.keys }
 
-    override func set(member key: String, value: JSONValue) { fields[key] = value }
+    override func set(member key: String, value: JSONValue) {
+        var fields = self.fields
+        fields[key] = value
+        self.fields = fields
+    }
+
+    override func append(member key: String, from reader: inout FieldReader) throws(FieldError) {
+        guard object == nil else { return set(member: key, value: try reader.readJSONValue(untyped: true)) }
+        try members.append(key: key, from: &reader)
+    }
 
     override func absorb(_ other: EntityBox) {
         guard let other = other as? UntypedBox else { return }
         let fillOnly = fillsOnly(from: other)
-        let had = fillOnly ? Set(fields.keys) : []
-        for member in other.fields.members where !had.contains(member.key) {
-            fields[member.key] = member.value
+        if !fillOnly, object == nil, other.object == nil {
+            // The later draft's members after this one's: as setting each of them in order.
+            members.append(contentsOf: other.members)
+        } else {
+            var fields = self.fields
+            let had = fillOnly ? Set(fields.keys) : []
+            for member in other.fields.members where !had.contains(member.key) {
+                fields[member.key] = member.value
+            }
+            self.fields = fields
         }
         if let v = other.dataVersion { dataVersion = v }
     }
@@ -200,14 +236,15 @@ final class UntypedBox: EntityBox, @unchecked Sendable {
     override func merged(with draft: EntityBox) -> (box: EntityBox, changed: [String]) {
         guard let draft = draft as? UntypedBox else { return (draft, draft.presentKeys) }
         let box = UntypedBox(key: key, prefix: entityPrefix)
-        box.fields = fields
+        var fields = self.fields
         box.dataVersion = draft.dataVersion ?? dataVersion
         var changed: [String] = []
         let had = fillsOnly(from: draft) ? Set(fields.keys) : []
-        for member in draft.fields.members where !had.contains(member.key) && box.fields[member.key] != member.value {
-            box.fields[member.key] = member.value
+        for member in draft.fields.members where !had.contains(member.key) && fields[member.key] != member.value {
+            fields[member.key] = member.value
             changed.append(member.key)
         }
+        box.fields = fields
         return (box, changed)
     }
 

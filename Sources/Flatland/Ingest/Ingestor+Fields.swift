@@ -130,7 +130,7 @@ extension Ingestor {
             if let failure { throw failure }
         case .untyped:
             guard let draft = frames[e].draft, let key = frames[e].key else { return }
-            draft.set(member: key, value: try reader.readJSONValue(untyped: true))
+            try draft.append(member: key, from: &reader)
         case .skipped, .id:
             break
         }

@@ -33,7 +33,11 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Also draw the throughput as an SVG bar chart into this file.")
     var svg: String?
 
-    @Option(help: "Only these contenders (yajl, parse, ingest, jsondecoder, jsonserialization), for profiling.")
+    @Option(
+        help: """
+            Only these contenders (yajl, yajl-nocheck, parse, ingest, untyped, jsondecoder, jsondecoder-tuned, \
+            jsonserialization), for profiling.
+            """)
     var only: [String] = []
 
     @Flag(help: "Skip the streaming-memory measurement.")
@@ -41,6 +45,14 @@ struct BenchCommand: ParsableCommand {
 
     @Flag(help: "Also print where the ingest's time goes: reading the response, applying it, freeing the store.")
     var phases = false
+
+    @Flag(help: "Exit 1 unless every bar is met (a bar not measured is not met); print each bar with its figure.")
+    var check = false
+
+    /// Bars to judge instead of the issue's (a JSON array, see ``BenchBar/load(path:)``): for the
+    /// tests of `--check`, which cannot reach the real bars on tiny data.
+    @Option(help: .hidden)
+    var barsFile: String?
 
     @Option(help: .hidden)
     var streamRSS: String?
@@ -55,6 +67,9 @@ struct BenchCommand: ParsableCommand {
             return
         }
         var workloads = seedSizes.map { Workload.seed(megabytes: $0) }
+        // Read before measuring, so that a bad file fails at once.
+        let bars: [BenchBar]?
+        do { bars = try barsFile.map(BenchBar.load(path:)) } catch { throw CLIFailure.usage("\(error)") }
         let real = Workload.real(in: data)
         workloads += real.found
         let log = FileHandleOutput.standardError
@@ -72,8 +87,11 @@ struct BenchCommand: ParsableCommand {
             log.write("measuring streaming memory (1 MB and 100 MB in 64 KiB chunks)...\n")
             streaming = try StreamingMemory.measure()
         }
-        let report = BenchReport(
+        var report = BenchReport(
             rounds: rounds, results: results, streaming: streaming, missing: real.missing, dataDirectory: data)
+        // Issue 25 item 2 (compact collections) sets `report.collectionBytesPerPosition` here:
+        // the report then gives it at the top level of `--json` and judges its bar.
+        if let bars { report.barsJudged = bars }
         if json {
             print(report.json())
         } else {
@@ -83,6 +101,18 @@ struct BenchCommand: ParsableCommand {
         if let svg {
             try report.svg().write(toFile: svg, atomically: true, encoding: .utf8)
             log.write("wrote \(svg)\n")
+        }
+        if check {
+            let checks = report.bars
+            // The table already ends with the bars; after JSON they go to standard error.
+            if json { log.write(report.barsBlock().joined(separator: "\n") + "\n") }
+            let failing = checks.filter { $0.met != true }
+            guard failing.isEmpty else {
+                throw CLIFailure.invalid(
+                    "check: \(failing.count) of \(checks.count) bars not met: "
+                        + failing.map(\.bar.label).joined(separator: "; "))
+            }
+            log.write("check: all \(checks.count) bars met\n")
         }
     }
 }
@@ -96,6 +126,12 @@ struct BenchResult {
     var parse: Double
     var ingest: Double?
     var jsonDecoder: Double?
+    /// Raw yajl with its UTF-8 check off (`yajl_dont_validate_strings`).
+    var yajlRawNoCheck: Double?
+    /// `JSONDecoder`, tuned (see ``TunedDecoders``).
+    var jsonDecoderTuned: Double?
+    /// The same ingest with no type registered: every entity untyped.
+    var untypedIngest: Double?
     var jsonSerialization: Double?
     var mallocsPerEntity: Double?
     var jsonDecoderMallocsPerEntity: Double?
@@ -112,6 +148,12 @@ struct BenchResult {
     var ingestVsYAJLRaw: Double? { Self.ratio(yajlRaw, ingest) }
     /// Parse throughput over raw yajl's.
     var parseVsYAJLRaw: Double? { Self.ratio(yajlRaw, parse) }
+    /// Ingest throughput over the tuned JSONDecoder's.
+    var ingestVsJSONDecoderTuned: Double? { Self.ratio(jsonDecoderTuned, ingest) }
+    /// Parse throughput over raw yajl's without its UTF-8 check.
+    var parseVsYAJLRawNoCheck: Double? { Self.ratio(yajlRawNoCheck, parse) }
+    /// Untyped ingest throughput over typed ingest's.
+    var untypedVsTyped: Double? { Self.ratio(ingest, untypedIngest) }
 
     private static func ratio(_ baseline: Double?, _ contender: Double?) -> Double? {
         guard let baseline, let contender, contender > 0 else { return nil }
@@ -200,6 +242,9 @@ enum Bench {
         var phases: [IngestPhases] = []
         var decoder: [Double] = []
         var serialization: [Double] = []
+        var yajlNoCheck: [Double] = []
+        var decoderTuned: [Double] = []
+        var untyped: [Double] = []
         var entities: Int?
         // One untimed warm-up of each, which also checks that every contender accepts the data.
         let valid = w.bytes.withUnsafeBytes { RawYAJL.parse($0, chunkSize: chunkSize) }
@@ -212,6 +257,20 @@ enum Bench {
             if decoded != entities {
                 FileHandleOutput.standardError.write(
                     "note: \(w.name): Flatland stored \(entities!) entities, the Codable model \(decoded)\n")
+            }
+            if wanted("jsondecoder-tuned") {
+                let tuned = try i.jsonDecoderTuned(w.data)
+                guard tuned == decoded else {
+                    throw CLIFailure.invalid(
+                        "\(w.name): the tuned JSONDecoder kept \(tuned) entities, the plain one \(decoded)")
+                }
+            }
+            if wanted("untyped") {
+                let stored = try Self.ingest(w, i.untyped).entities
+                guard stored == entities else {
+                    throw CLIFailure.invalid(
+                        "\(w.name): the untyped ingest stored \(stored) entities, the typed one \(entities!)")
+                }
             }
         }
         // One timed run of each contender per round, every other round in reverse order
@@ -226,6 +285,14 @@ enum Bench {
                 yajl.append(time { _ = w.bytes.withUnsafeBytes { RawYAJL.parse($0, chunkSize: chunkSize) } })
             }
         }
+        if wanted("yajl-nocheck") {
+            contenders.append {
+                yajlNoCheck.append(
+                    time {
+                        _ = w.bytes.withUnsafeBytes { RawYAJL.parse($0, chunkSize: chunkSize, validatesUTF8: false) }
+                    })
+            }
+        }
         if wanted("parse") { contenders.append { parse.append(try time { try Self.parse(w) }) } }
         if let i = w.ingest {
             if wanted("ingest") {
@@ -235,8 +302,15 @@ enum Bench {
                     if let steps { phases.append(steps) }
                 }
             }
+            if wanted("untyped") {
+                let untypedIngest = i.untyped
+                contenders.append { untyped.append(try time { try Self.ingest(w, untypedIngest) }) }
+            }
             if wanted("jsondecoder") {
                 contenders.append { decoder.append(try time { _ = try i.jsonDecoder(w.data) }) }
+            }
+            if wanted("jsondecoder-tuned") {
+                contenders.append { decoderTuned.append(try time { _ = try i.jsonDecoderTuned(w.data) }) }
             }
             if wanted("jsonserialization") {
                 contenders.append { serialization.append(try time { _ = try i.jsonSerialization(w.data) }) }
@@ -247,10 +321,13 @@ enum Bench {
         }
         var result = BenchResult(
             name: w.name, bytes: w.bytes.count, entities: entities, yajlRaw: median(yajl), parse: median(parse))
+        result.yajlRawNoCheck = yajlNoCheck.isEmpty ? nil : median(yajlNoCheck)
         if let i = w.ingest, let entities, entities > 0 {
             result.ingest = median(ingest)
             result.jsonDecoder = median(decoder)
             result.jsonSerialization = median(serialization)
+            result.jsonDecoderTuned = decoderTuned.isEmpty ? nil : median(decoderTuned)
+            result.untypedIngest = untyped.isEmpty ? nil : median(untyped)
             if !phases.isEmpty {
                 result.ingestPhases = IngestPhases(
                     read: median(phases.map(\.read)), apply: median(phases.map(\.apply)),

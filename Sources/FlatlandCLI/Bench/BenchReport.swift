@@ -8,6 +8,12 @@ struct BenchReport {
     var streaming: StreamingMemory.Result?
     var missing: [String]
     var dataDirectory: String
+    /// Bytes per position of the task and endpoint collections (issue 25 item 2): given at the
+    /// top level of `--json` as `collection_bytes_per_position` and judged by its bar, when a run
+    /// measures it (`nil`: the key is `null` and the bar is not listed).
+    var collectionBytesPerPosition: Double? = nil
+    /// The bars this report judges: the issue's, or those of a hidden `--bars-file`.
+    var barsJudged: [BenchBar] = BenchBar.all
 
     static var machine: String {
         let cpu =
@@ -17,25 +23,48 @@ struct BenchReport {
         return "\(cpu), \(ProcessInfo.processInfo.activeProcessorCount) cores"
     }
 
-    /// The run against the issue's bars (``BenchBar/all``).
-    var bars: [BenchBar.Check] { BenchBar.all.map { $0.check(results: results, streaming: streaming) } }
+    /// The run against its bars (``BenchBar/all`` unless a bars file replaced them); the
+    /// collections' bar only when this run measured bytes per position.
+    var bars: [BenchBar.Check] {
+        barsJudged.filter { $0.metric != .collectionBytesPerPosition || collectionBytesPerPosition != nil }.map {
+            $0.check(
+                results: results, streaming: streaming, collectionBytesPerPosition: collectionBytesPerPosition)
+        }
+    }
+
+    /// The `Bars:` block: one line per bar with the run's value and its verdict.
+    func barsBlock() -> [String] {
+        ["Bars:"]
+            + bars.map { check in
+                "  "
+                    + pad(
+                        check.bar.metric.rawValue + " " + check.bar.comparison.rawValue + " "
+                            + "\(check.bar.limit)", 48)
+                    + pad(check.bar.dataset ?? "-", 20) + pad(check.value.map { formatted($0, 3) } ?? "-", 9)
+                    + check.verdict
+            }
+    }
 
     func table() -> String {
         var lines: [String] = []
         lines.append("Flatland benchmark: median of \(rounds) interleaved rounds, release build; \(Self.machine)")
         lines.append("")
         lines.append(
-            pad("dataset", 20) + pad("MB", 8) + pad("yajl raw", 10) + pad("parse", 10) + pad("ingest", 10)
-                + pad("JSONDecoder", 13) + pad("JSONSerial.", 13) + pad("ingest/JSONDec", 16) + pad("ingest/yajl", 13)
-                + pad("parse/yajl", 12) + pad("entities/s", 12) + pad("mallocs/entity", 16))
+            pad("dataset", 20) + pad("MB", 8) + pad("yajl raw", 10) + pad("yajl nochk", 12) + pad("parse", 10)
+                + pad("ingest", 10) + pad("untyped", 10) + pad("JSONDecoder", 13) + pad("JSONDec tuned", 15)
+                + pad("JSONSerial.", 13) + pad("ingest/JSONDec", 16) + pad("ingest/tuned", 14)
+                + pad("ingest/yajl", 13) + pad("parse/yajl", 12) + pad("parse/nochk", 13) + pad("untyped/typed", 15)
+                + pad("entities/s", 12) + pad("mallocs/entity", 16))
         for r in results {
             let ingestMBps = r.mbps(r.ingest)
             lines.append(
                 pad(r.name, 20) + pad(formatted(Double(r.bytes) / 1e6, 1), 8) + pad(f(r.mbps(r.yajlRaw)), 10)
-                    + pad(f(r.mbps(r.parse)), 10) + pad(f(ingestMBps), 10) + pad(f(r.mbps(r.jsonDecoder)), 13)
-                    + pad(f(r.mbps(r.jsonSerialization)), 13)
-                    + pad(x(r.ingestVsJSONDecoder), 16) + pad(x(r.ingestVsYAJLRaw), 13)
-                    + pad(x(r.parseVsYAJLRaw), 12)
+                    + pad(f(r.mbps(r.yajlRawNoCheck)), 12) + pad(f(r.mbps(r.parse)), 10) + pad(f(ingestMBps), 10)
+                    + pad(f(r.mbps(r.untypedIngest)), 10) + pad(f(r.mbps(r.jsonDecoder)), 13)
+                    + pad(f(r.mbps(r.jsonDecoderTuned)), 15) + pad(f(r.mbps(r.jsonSerialization)), 13)
+                    + pad(x(r.ingestVsJSONDecoder), 16) + pad(x(r.ingestVsJSONDecoderTuned), 14)
+                    + pad(x(r.ingestVsYAJLRaw), 13) + pad(x(r.parseVsYAJLRaw), 12) + pad(x(r.parseVsYAJLRawNoCheck), 13)
+                    + pad(x(r.untypedVsTyped), 15)
                     + pad(
                         r.ingest.flatMap { t in r.entities.map { formatted(Double($0) / t / 1e6, 2) + "M" } } ?? "-", 12
                     )
@@ -47,29 +76,21 @@ struct BenchReport {
         }
         lines.append("")
         lines.append(
-            "Throughput in MB/s. parse = FlatlandJSON with a no-op handler; ingest = typed entities into a store.")
+            "Throughput in MB/s. parse = FlatlandJSON with a no-op handler; ingest = typed entities into a store; "
+                + "untyped = the same with no type registered; JSONDec tuned = one reused decoder and date parser; "
+                + "yajl nochk = raw yajl without its UTF-8 check.")
         if let s = streaming {
             lines.append(
                 "Streaming ingest, 64 KiB chunks, nothing kept: peak RSS \(formatted(s.peakRSSMegabytes1MB, 1)) MB for 1 MB, "
                     + "\(formatted(s.peakRSSMegabytes100MB, 1)) MB for 100 MB "
                     + "(difference \(formatted(s.peakRSSMegabytes100MB - s.peakRSSMegabytes1MB, 1)) MB).")
         }
+        if let c = collectionBytesPerPosition {
+            lines.append("Collections: \(formatted(c, 1)) bytes per position.")
+        }
         if !missing.isEmpty { lines.append("Not found in \(dataDirectory): \(missing.joined(separator: ", ")).") }
         lines.append("")
-        lines.append("Bars:")
-        for check in bars {
-            let bar = check.bar
-            let verdict =
-                switch check.met {
-                case true?: "met"
-                case false?: "NOT MET"
-                case nil: "not measured"
-                }
-            lines.append(
-                "  " + pad(bar.metric.rawValue + " " + bar.comparison + " " + formatted(bar.limit, 1), 48)
-                    + pad(bar.dataset ?? "streaming", 14) + pad(check.value.map { formatted($0, 3) } ?? "-", 9)
-                    + verdict)
-        }
+        lines += barsBlock()
         return lines.joined(separator: "\n")
     }
 
@@ -116,6 +137,12 @@ struct BenchReport {
                 "ingest_mbps": number(ingest),
                 "jsondecoder_mbps": number(r.mbps(r.jsonDecoder)),
                 "jsonserialization_mbps": number(r.mbps(r.jsonSerialization)),
+                "jsondecoder_tuned_mbps": number(r.mbps(r.jsonDecoderTuned)),
+                "ingest_vs_jsondecoder_tuned": number(r.ingestVsJSONDecoderTuned),
+                "yajl_raw_nocheck_mbps": number(r.mbps(r.yajlRawNoCheck)),
+                "parse_vs_yajl_raw_nocheck": number(r.parseVsYAJLRawNoCheck),
+                "untyped_ingest_mbps": number(r.mbps(r.untypedIngest)),
+                "untyped_vs_typed": number(r.untypedVsTyped),
                 "ingest_vs_jsondecoder": number(r.ingestVsJSONDecoder),
                 "ingest_vs_yajl_raw": number(r.ingestVsYAJLRaw),
                 "parse_vs_yajl_raw": number(r.parseVsYAJLRaw),
@@ -135,7 +162,7 @@ struct BenchReport {
                     .object([
                         "metric": .string(check.bar.metric.rawValue),
                         "dataset": check.bar.dataset.map { .string($0) } ?? .null,
-                        "comparison": .string(check.bar.comparison),
+                        "comparison": .string(check.bar.comparison.rawValue),
                         "bar": number(check.bar.limit),
                         "value": number(check.value),
                         "met": check.met.map { .bool($0) } ?? .null,
@@ -145,6 +172,8 @@ struct BenchReport {
             "rounds": .number(JSONNumber(rounds)),
             "datasets": .object(datasets),
             "missing": .array(missing.map { .string($0) }),
+            // Issue 25 item 2's figure (see `collectionBytesPerPosition`).
+            "collection_bytes_per_position": number(collectionBytesPerPosition),
         ]
         if let s = streaming {
             root["streaming"] = .object([
@@ -161,9 +190,12 @@ struct BenchReport {
     func svg() -> String {
         let contenders: [(String, String, (BenchResult) -> Double?)] = [
             ("raw yajl", "#9e9e9e", { $0.mbps($0.yajlRaw) }),
+            ("raw yajl, no UTF-8 check", "#cfcfcf", { $0.mbps($0.yajlRawNoCheck) }),
             ("FlatlandJSON parse", "#64b5f6", { $0.mbps($0.parse) }),
             ("Flatland ingest", "#1565c0", { $0.mbps($0.ingest) }),
+            ("Flatland untyped", "#7e57c2", { $0.mbps($0.untypedIngest) }),
             ("JSONDecoder", "#ef6c00", { $0.mbps($0.jsonDecoder) }),
+            ("JSONDecoder, tuned", "#bf360c", { $0.mbps($0.jsonDecoderTuned) }),
             ("JSONSerialization", "#ffb74d", { $0.mbps($0.jsonSerialization) }),
         ]
         let maxValue = results.flatMap { r in contenders.compactMap { $0.2(r) } }.max() ?? 1
@@ -171,7 +203,21 @@ struct BenchReport {
         let groupGap = 18.0
         let left = 150.0
         let width = 560.0
-        var y = 50.0
+        // The legend wraps to a second row, and the bars start under it.
+        var legend = ""
+        var lx = 10.0
+        var ly = 24.0
+        for c in contenders {
+            let entryWidth = Double(c.0.count) * 7 + 34
+            if lx + entryWidth > left + width + 100 {
+                lx = 10
+                ly += 18
+            }
+            legend += "<rect x=\"\(lx)\" y=\"\(ly)\" width=\"12\" height=\"12\" fill=\"\(c.1)\"/>"
+            legend += "<text x=\"\(lx + 16)\" y=\"\(ly + 10)\">\(c.0)</text>\n"
+            lx += entryWidth
+        }
+        var y = ly + 26
         var body = ""
         for r in results {
             body += "<text x=\"10\" y=\"\(y + barHeight)\" font-weight=\"bold\">\(r.name)</text>\n"
@@ -184,13 +230,6 @@ struct BenchReport {
                 y += barHeight
             }
             y += groupGap
-        }
-        var legend = ""
-        var lx = 10.0
-        for c in contenders {
-            legend += "<rect x=\"\(lx)\" y=\"24\" width=\"12\" height=\"12\" fill=\"\(c.1)\"/>"
-            legend += "<text x=\"\(lx + 16)\" y=\"34\">\(c.0)</text>\n"
-            lx += Double(c.0.count) * 7 + 34
         }
         let height = y + 10
         return """

@@ -13,10 +13,13 @@ enum RawYAJL {
         return table
     }()
 
-    /// Parses `bytes` in `chunkSize` chunks; returns whether the text was valid.
-    static func parse(_ bytes: UnsafeRawBufferPointer, chunkSize: Int) -> Bool {
+    /// Parses `bytes` in `chunkSize` chunks; returns whether the text was valid. With
+    /// `validatesUTF8` false, yajl's own UTF-8 check of strings is off (`yajl_dont_validate_strings`),
+    /// as in FlatlandJSON's parse, which validates in a pass of its own.
+    static func parse(_ bytes: UnsafeRawBufferPointer, chunkSize: Int, validatesUTF8: Bool = true) -> Bool {
         guard let handle = yajl_alloc(callbacks, nil, nil) else { return false }
         defer { yajl_free(handle) }
+        if !validatesUTF8 { _ = flatland_yajl_config(handle, yajl_dont_validate_strings, 1) }
         let base = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
         var offset = 0
         while offset < bytes.count {

@@ -16,8 +16,17 @@ struct Workload {
         let options: IngestOptions
         /// `JSONDecoder` into Codable models, inserted into dictionaries; returns the entity count.
         let jsonDecoder: (Data) throws -> Int
+        /// The same, tuned (see ``TunedDecoders``): the same models and entity count.
+        let jsonDecoderTuned: (Data) throws -> Int
         /// `JSONSerialization` mapped by hand into the same models; returns the entity count.
         let jsonSerialization: (Data) throws -> Int
+
+        /// The same bytes and identity rules with no type registered: every entity untyped.
+        var untyped: Ingest {
+            Ingest(
+                registry: EntityRegistry(), options: options, jsonDecoder: jsonDecoder,
+                jsonDecoderTuned: jsonDecoderTuned, jsonSerialization: jsonSerialization)
+        }
     }
 
     init(name: String, bytes: [UInt8], ingest: Ingest?) {
@@ -28,6 +37,7 @@ struct Workload {
     }
 
     static func seed(megabytes: Int) -> Workload {
+        let tuned = TunedDecoders()
         var generator = SeedGenerator(seed: 2026)
         let bytes = generator.document(approximateBytes: megabytes * 1_000_000)
         return Workload(
@@ -35,6 +45,7 @@ struct Workload {
             ingest: Ingest(
                 registry: seedFixtureRegistry(), options: IngestOptions(),
                 jsonDecoder: { try SeedCodable.decode($0).count },
+                jsonDecoderTuned: { try tuned.seed($0).count },
                 jsonSerialization: { try SeedCodable.serialization($0).count }))
     }
 
@@ -42,6 +53,7 @@ struct Workload {
     static func real(in directory: String) -> (found: [Workload], missing: [String]) {
         var found: [Workload] = []
         var missing: [String] = []
+        let tuned = TunedDecoders()
         func load(_ file: String) -> [UInt8]? {
             FileManager.default.contents(atPath: directory + "/" + file).map { [UInt8]($0) }
         }
@@ -52,6 +64,7 @@ struct Workload {
                     ingest: Ingest(
                         registry: Twitter.registry(), options: IngestOptions(resolver: Twitter.resolver),
                         jsonDecoder: { try Twitter.decode($0).count },
+                        jsonDecoderTuned: { try tuned.twitter($0).count },
                         jsonSerialization: { try Twitter.serialization($0).count })))
         } else {
             missing.append("twitter.json")
@@ -63,6 +76,7 @@ struct Workload {
                     ingest: Ingest(
                         registry: GitHub.registry(), options: IngestOptions(resolver: GitHub.resolver),
                         jsonDecoder: { try GitHub.decode($0).count },
+                        jsonDecoderTuned: { try tuned.github($0).count },
                         jsonSerialization: { try GitHub.serialization($0).count })))
         } else {
             missing.append("github_events.json")
