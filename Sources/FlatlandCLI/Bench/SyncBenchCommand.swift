@@ -87,6 +87,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
         let small = max(1, rows / 10)
         let tables =
             [SyncBench.pullTable, SyncBench.smallTable] + (0..<runs).map(SyncBench.pushTable)
+            + (0..<runs).map(SyncBench.batchedPushTable)
         let server = SampleServer(
             configuration: .init(
                 population: .init(users: 1, sessions: 1),
@@ -125,6 +126,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
                     try await SyncBench.push(
                         url: url, version: version, table: SyncBench.pushTable(run), count: pushes,
                         serverFile: serverFile, directory: directory + "/push-\(run)"))
+                log.write("run \(run + 1)/\(runs): batched push of \(pushes) queued inserts...\n")
+                report.batchedPushResults.append(
+                    try await SyncBench.push(
+                        url: url, version: version, table: SyncBench.batchedPushTable(run), count: pushes,
+                        serverFile: serverFile, directory: directory + "/push-batch-\(run)",
+                        options: PushOptions(batching: .automatic)))
             }
             print(json ? report.json() : report.table())
         } catch {
