@@ -178,9 +178,12 @@ extension SyncContext {
             if let fields = entity.untypedFields { results.withLock { $0.append(fields) } }
             return false
         }
+        // v1 names the system properties it wants in the query: the batch asks as each request would.
+        let query: String
+        do { query = try probe.systemPropertiesQuery() } catch { return .failure(error) }
         do {
             _ = try await session.send(
-                .post, "/tables/$batch", body: body, headers: ["Content-Type": "application/json"],
+                .post, "/tables/$batch" + query, body: body, headers: ["Content-Type": "application/json"],
                 ingestOptions: options)
         } catch {
             return .failure(probe.mapped(error))
