@@ -216,10 +216,13 @@ extension SyncContext {
         let engine = engine(for: operation.table)
         let sequence = operation.sequence
         let wasAttempted = wasAttempted ?? (operation.state == .attempted)
-        do {
-            try transaction { db in try SyncQueue.setState(db, sequence: sequence, .attempted) }
-        } catch {
-            return .abort("\(error)")
+        // An answer from a batch: the batch marked its operations attempted before it went.
+        if prepared == nil {
+            do {
+                try transaction { db in try SyncQueue.setState(db, sequence: sequence, .attempted) }
+            } catch {
+                return .abort("\(error)")
+            }
         }
         setInFlight(sequence)
         let dropOperation: @Sendable (IngestBatch) throws -> ResponseCommit = { _ in
