@@ -56,6 +56,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The largest request body a table route reads, in bytes; a larger one is a 413.")
     var tablesMaxBody = TableServing.defaultMaxBodyBytes
 
+    @Option(
+        help: "Seconds the server remembers a table write's Idempotency-Key and its answer (a replay gets that answer)."
+    )
+    var tablesIdempotencyTtl: Double = 86_400
+
     @Option(help: "The SQLite file the tables' rows live in (in memory when absent).")
     var tablesDb: String?
 
@@ -126,6 +131,9 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
         guard tablesMaxBody > 0 else { throw ValidationError("--tables-max-body must be a positive number of bytes") }
+        guard tablesIdempotencyTtl > 0, tablesIdempotencyTtl.isFinite else {
+            throw ValidationError("--tables-idempotency-ttl must be a positive number of seconds")
+        }
         guard Set(tableNames.map { $0.lowercased() }).count == tableNames.count else {
             throw ValidationError("--tables names a table twice")
         }
@@ -140,12 +148,14 @@ struct ServeCommand: AsyncParsableCommand {
             idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: maxConnections,
             maxPendingSessions: maxPendingSessions,
             pendingSessionLifetime: .milliseconds(Int64(pendingSessionLifetime * 1000)))
+        var tableServing = TableServing(
+            tables: tableDefinitions, databasePath: tablesDb, protocols: protocolVersions ?? [.v2, .v3],
+            maxBodyBytes: tablesMaxBody)
+        tableServing.idempotencyTTL = .milliseconds(Int64((tablesIdempotencyTtl * 1000).rounded()))
         let server = SampleServer(
             configuration: .init(
                 host: host, port: port, population: .init(users: users, seed: seed), limits: limits,
-                tables: TableServing(
-                    tables: tableDefinitions, databasePath: tablesDb, protocols: protocolVersions ?? [.v2, .v3],
-                    maxBodyBytes: tablesMaxBody)))
+                tables: tableServing))
         let counts = "\(server.state.userIDs.count) users, \(server.state.deviceIDs.count) devices"
         let host = self.host
         try await server.run { port in

@@ -18,7 +18,7 @@ struct SyncCommand: AsyncParsableCommand {
         abstract: "Push a store file's queued changes to a server, pull its tables, purge them, show the queue.",
         usage: """
             flatland sync --store <file> [--url <url>] [--protocol v1|v2|v3] <verb> …
-              <verb>: push [--on-conflict client-wins|server-wins|fail]
+              <verb>: push [--on-conflict client-wins|server-wins|fail] [--batch auto|never] [--batch-size N]
                       pull NAME [--query-id QID] [--filter ODATA] [--page-size N]
                       reconcile NAME [--by listing|get]
                       purge NAME [--query-id QID] [--force] | pending | errors
@@ -26,7 +26,7 @@ struct SyncCommand: AsyncParsableCommand {
         discussion: """
             The options belong before the verb; push, pull and reconcile need --url (the tables are at <url>/tables/<name>).
 
-            push: sends the queue in order, one request per operation, and prints one line per operation sent: {"sequence":…,"table":…,"id":…,"kind":…,"status":HTTP,"result":"ok|conflict|error|resolved"} (status null when no answer came). --on-conflict (default fail): client-wins resends the local row over the server's version, server-wins takes the server's row and drops the operation (both print resolved); fail leaves the operation in the queue, failed, with the server's row.
+            push: sends the queue in order, in batches of --batch-size (default 100) when the server advertises them (GET /tables/$capabilities; --batch never, or a server without them, sends one request per operation), every write with its Idempotency-Key, and prints one line per operation sent, whichever way it went: {"sequence":…,"table":…,"id":…,"kind":…,"status":HTTP,"result":"ok|conflict|error|resolved"} (status null when no answer came). --on-conflict (default fail): client-wins resends the local row over the server's version, server-wins takes the server's row and drops the operation (both print resolved); fail leaves the operation in the queue, failed, with the server's row.
             pull NAME: with --query-id, incremental and resumable (a delta token per table and query id); without, a full read of the query. --filter is OData text passed as written; --page-size defaults to 50 (v1 and v2; a v3 server pages with its own size and next links, as the Datasync clients expect). Queued operations are pushed first (as push without --on-conflict); when that leaves any in the queue the pull is cancelled. Prints {"table":…,"pages":…,"rows":…,"deleted":…,"skipped":…,"token":…} at the end (rows: received from the server; deleted: removed locally; skipped: left alone for their queued operations); progress goes to stderr.
             reconcile NAME: removes the local rows the server no longer has (hard-deleted there, which a pull never sees), except rows with queued operations; --by listing (the default) reads the table's ids in one $select=id listing, --by get asks for each row. Prints {"table":…,"checked":…,"removed":…}.
             purge NAME: drops the table's rows, operations and delta tokens; refused while it has queued operations unless --force. With --query-id, resets that query's delta token only.
@@ -116,6 +116,25 @@ struct SyncPushArguments: ParsableCommand {
 
     @Option(help: "How a conflict (412, 409) is settled: client-wins, server-wins, or fail (left in the queue).")
     var onConflict: ConflictChoice = .fail
+
+    @Option(help: "auto: in batches when the server advertises them; never: one request per operation.")
+    var batch: BatchChoice = .auto
+
+    @Option(help: "The most operations in one batch.")
+    var batchSize = 100
+
+    func validate() throws {
+        guard batchSize >= 1 else { throw ValidationError("--batch-size must be 1 or more") }
+    }
+
+    var options: PushOptions {
+        PushOptions(batching: batch == .auto ? .automatic : .never, batchSize: batchSize)
+    }
+}
+
+/// `--batch`'s values.
+enum BatchChoice: String, ExpressibleByArgument, CaseIterable {
+    case auto, never
 }
 
 /// `pull`'s arguments.
@@ -178,7 +197,7 @@ struct SyncQueueArguments: ParsableCommand {
 
 /// What one run does, its arguments parsed and checked before the file is opened.
 enum SyncAction {
-    case push(ConflictChoice)
+    case push(ConflictChoice, PushOptions)
     case pull(String, queryID: String?, query: TableQuery, pageSize: Int)
     case reconcile(String, ReconcileMethod)
     case purge(String, queryID: String?, force: Bool)
@@ -193,7 +212,7 @@ enum SyncAction {
             switch verb {
             case .push:
                 guard let parsed = try TableAction.parse(SyncPushArguments.self, arguments) else { return nil }
-                self = .push(parsed.onConflict)
+                self = .push(parsed.onConflict, parsed.options)
             case .pull:
                 guard let parsed = try TableAction.parse(SyncPullArguments.self, arguments) else { return nil }
                 self = .pull(
@@ -228,8 +247,8 @@ enum SyncAction {
         var pushFailure: CLIFailure?
         do throws(SyncError) {
             switch self {
-            case .push(let choice):
-                let result = await sync.push(onConflict: choice.handler)
+            case .push(let choice, let options):
+                let result = await sync.push(onConflict: choice.handler, options: options)
                 for outcome in result.outcomes { printLine(outcome.line) }
                 pushFailure = result.failure
             case .pull(let name, let queryID, let query, let pageSize):

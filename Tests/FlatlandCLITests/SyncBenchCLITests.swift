@@ -42,23 +42,28 @@ struct SyncBenchCLITests {
         #expect(try int("push_operations") == 50)
         for key in [
             "pull_rows_per_s", "pull_rows_per_s_page_1000", "pull_rows_per_s_small", "push_ops_per_s",
-            "push_queue_inserts_per_s", "pull_seconds", "push_seconds",
+            "push_queue_inserts_per_s", "pull_seconds", "push_seconds", "push_batched_ops_per_s",
+            "push_batched_seconds", "push_batch_vs_single",
         ] {
             #expect(try double(key) > 0, "\(key)")
         }
         for key in ["pull_peak_rss_growth_mb", "pull_peak_rss_growth_mb_page_1000", "pull_peak_rss_growth_mb_small"] {
             #expect(try double(key) >= 0, "\(key)")
         }
-        // One bar, judged on the reported pull rate.
+        // Two bars, judged on the reported pull rate and the batch push's ratio.
         guard case .array(let bars)? = report["bars"] else {
             Issue.record("no bars list")
             return
         }
-        #expect(bars.count == 1)
+        #expect(bars.count == 2)
         let bar = try #require(bars.first)
         #expect(bar["metric"] == .string("pull_rows_per_s"))
         #expect(bar["value"] == report["pull_rows_per_s"])
         #expect(bar["met"] == .bool(try double("pull_rows_per_s") >= 20_000))
+        let batchBar = try #require(bars.last)
+        #expect(batchBar["metric"] == .string("push_batch_vs_single"))
+        #expect(batchBar["value"] == report["push_batch_vs_single"])
+        #expect(batchBar["met"] == .bool(try double("push_batch_vs_single") >= 10))
     }
 
     @Test(arguments: [["--page-size", "0"], ["--page-size", "1001"], ["--protocol", "v1"], ["--rows", "0"]])

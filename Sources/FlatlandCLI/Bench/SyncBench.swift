@@ -23,6 +23,8 @@ enum SyncBench {
 
     /// The table run `run`'s push writes into, empty before it.
     static func pushTable(_ run: Int) -> String { "benchpush\(run)" }
+    /// The table run `run`'s batched push writes into, empty before it.
+    static func batchedPushTable(_ run: Int) -> String { "benchpushbatch\(run)" }
 
     /// Fills `table` in the server's SQLite file with `rows` rows (``TableServerSeed``).
     static func seed(serverFile: String, table: String, rows: Int) throws {
@@ -192,7 +194,8 @@ enum SyncBench {
     /// A fresh device queues `count` local inserts into `table` and pushes them; checks that every
     /// one succeeded, the queue is empty and the server holds `count` rows of the table.
     static func push(
-        url: URL, version: TableProtocol, table: String, count: Int, serverFile: String, directory: String
+        url: URL, version: TableProtocol, table: String, count: Int, serverFile: String, directory: String,
+        options: PushOptions = PushOptions(batching: .never)
     ) async throws -> Push {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -207,7 +210,7 @@ enum SyncBench {
         }
         let queueSeconds = monotonicSeconds() - queueStart
         let start = monotonicSeconds()
-        let result = await sync.push()
+        let result = await sync.push(options: options)
         let seconds = monotonicSeconds() - start
         let left = try sync.operations().count
         await session.close()

@@ -15,6 +15,10 @@ struct SyncBenchReport {
     /// The pulls of each line: the table at `pageSize`, at 1000, and the small table at `pageSize`.
     var pullResults: [[SyncBench.Pull]] = [[], [], []]
     var pushResults: [SyncBench.Push] = []
+    /// The pushes in batches (``PushOptions/Batching/automatic``, 100 a batch).
+    var batchedPushResults: [SyncBench.Push] = []
+    /// The bar of batch push: this many times the operations per second of one by one.
+    static let batchBar = 10.0
 
     mutating func add(_ pull: SyncBench.Pull, line: Int) { pullResults[line].append(pull) }
 
@@ -35,6 +39,9 @@ struct SyncBenchReport {
     func peakGrowth(_ line: Int) -> Double { pullResults[line].map(\.peakGrowthMB).max() ?? .nan }
 
     var pushOpsPerSecond: Double { Double(pushes) / Bench.median(pushResults.map(\.seconds)) }
+    var batchedPushOpsPerSecond: Double { Double(pushes) / Bench.median(batchedPushResults.map(\.seconds)) }
+    var batchRatio: Double { batchedPushOpsPerSecond / pushOpsPerSecond }
+    var batchBarMet: Bool { (BenchReport.reported(batchRatio) ?? 0) >= Self.batchBar }
     var queueInsertsPerSecond: Double { Double(pushes) / Bench.median(pushResults.map(\.queueSeconds)) }
 
     /// Whether the first pull at the default page size meets the bar, on the value as printed.
@@ -69,9 +76,12 @@ struct SyncBenchReport {
             Push of \(pushes) queued inserts, every one on the server, the queue empty:
               \(whole(pushOpsPerSecond)) operations/s (\(formatted(Bench.median(pushResults.map(\.seconds)), 2)) s; \
             queued locally at \(whole(queueInsertsPerSecond)) inserts/s)
+            The same in batches of 100: \(whole(batchedPushOpsPerSecond)) operations/s \
+            (\(formatted(Bench.median(batchedPushResults.map(\.seconds)), 2)) s), \(formatted(batchRatio, 3))x one by one
 
             Bars:
               pull_rows_per_s >= 20000    \(formatted(rowsPerSecond(0), 3))    \(barMet ? "met" : "NOT MET")
+              push_batch_vs_single >= 10    \(formatted(batchRatio, 3))    \(batchBarMet ? "met" : "NOT MET")
             """
     }
 
@@ -109,11 +119,18 @@ struct SyncBenchReport {
             "push_seconds": number(Bench.median(pushResults.map(\.seconds))),
             "push_operations": int(pushResults.first?.operations ?? 0),
             "push_queue_inserts_per_s": number(queueInsertsPerSecond),
+            "push_batched_ops_per_s": number(batchedPushOpsPerSecond),
+            "push_batched_seconds": number(Bench.median(batchedPushResults.map(\.seconds))),
+            "push_batch_vs_single": number(batchRatio),
             "bars": .array([
                 .object([
                     "metric": "pull_rows_per_s", "comparison": ">=", "bar": number(Self.pullBar),
                     "value": number(rowsPerSecond(0)), "met": .bool(barMet),
-                ])
+                ]),
+                .object([
+                    "metric": "push_batch_vs_single", "comparison": ">=", "bar": number(Self.batchBar),
+                    "value": number(batchRatio), "met": .bool(batchBarMet),
+                ]),
             ]),
         ]
         return JSONValue.object(root).jsonString(pretty: true)

@@ -36,6 +36,58 @@ final class SQLiteTableStorage: TableStorage {
         try await access(writing: true, body)
     }
 
+    /// Runs a write in one transaction under its idempotency key (see ``TableStorage``): a live
+    /// record of the key answers instead (``TableStorageError/Code/replayed``), and a write that
+    /// succeeds is recorded in its own transaction.
+    private func write(
+        _ idempotency: TableIdempotency?, _ body: @escaping @Sendable (Database) throws -> TableRow
+    ) async throws(TableStorageError) -> TableRow {
+        try await run { db in
+            let now = self.now()
+            if let idempotency, let record = try Self.remembered(db, idempotency, now: now) {
+                throw TableStorageError(
+                    code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before",
+                    replay: record)
+            }
+            let row = try body(db)
+            if let idempotency { try Self.remember(db, idempotency, row, now: now) }
+            return row
+        }
+    }
+
+    /// The live record of a key, if any.
+    private static func remembered(_ db: Database, _ key: TableIdempotency, now: Int64) throws
+        -> TableIdempotencyRecord?
+    {
+        try Row.fetchOne(
+            db,
+            sql: """
+                SELECT row_id, created_at, updated_at, version, deleted, data, method, path, status
+                FROM flatland_table_idempotency WHERE scope = ? AND key = ? AND expires_at > ?
+                """,
+            arguments: [key.scope, key.key, now]
+        ).map { row in
+            TableIdempotencyRecord(method: row[6], path: row[7], status: row[8], row: try decode(row))
+        }
+    }
+
+    /// Records a write under its key; every 128th version also prunes the records past their time.
+    private static func remember(_ db: Database, _ key: TableIdempotency, _ row: TableRow, now: Int64) throws {
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO flatland_table_idempotency
+                (scope, key, method, path, status, row_id, created_at, updated_at, version, deleted, data, expires_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                key.scope, key.key, key.method, key.path, key.status, row.id, row.createdAt, row.updatedAt,
+                row.version, row.deleted ? 1 : 0, JSONValue.object(row.fields).jsonString(), now + key.ttl,
+            ])
+        if row.version % 128 == 0 {
+            try db.execute(sql: "DELETE FROM flatland_table_idempotency WHERE expires_at <= ?", arguments: [now])
+        }
+    }
+
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(TableStorageError)
         -> T
     {
@@ -62,6 +114,13 @@ final class SQLiteTableStorage: TableStorage {
                     CREATE TABLE IF NOT EXISTS flatland_table_clock (
                         id INTEGER PRIMARY KEY CHECK (id = 1), updated_at INTEGER NOT NULL, version INTEGER NOT NULL);
                     INSERT OR IGNORE INTO flatland_table_clock VALUES (1, 0, 0);
+                    CREATE TABLE IF NOT EXISTS flatland_table_idempotency (
+                        scope TEXT NOT NULL, key TEXT NOT NULL, method TEXT NOT NULL, path TEXT NOT NULL,
+                        status INTEGER NOT NULL, row_id TEXT NOT NULL, created_at INTEGER NOT NULL,
+                        updated_at INTEGER NOT NULL, version INTEGER NOT NULL, deleted INTEGER NOT NULL,
+                        data TEXT NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (scope, key));
+                    CREATE INDEX IF NOT EXISTS flatland_table_idempotency_expiry
+                        ON flatland_table_idempotency (expires_at);
                     """)
             for table in tables {
                 let t = Self.sqlTable(table.name)
@@ -142,10 +201,10 @@ final class SQLiteTableStorage: TableStorage {
         }
     }
 
-    func insert(_ table: String, id: String, fields: JSONObject, owner: String? = nil) async throws(TableStorageError)
-        -> TableRow
-    {
-        try await run { db in
+    func insert(
+        _ table: String, id: String, fields: JSONObject, owner: String? = nil, idempotency: TableIdempotency? = nil
+    ) async throws(TableStorageError) -> TableRow {
+        try await write(idempotency) { db in
             if let existing = try Self.fetchOwned(db, table, id: id) {
                 // Another owner's row is not shown: only that the id is taken.
                 let visible = owner == nil || existing.owner == owner
@@ -185,9 +244,9 @@ final class SQLiteTableStorage: TableStorage {
 
     func update(
         _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool,
-        owner: String? = nil
+        owner: String? = nil, idempotency: TableIdempotency? = nil
     ) async throws(TableStorageError) -> TableRow {
-        try await run { db in
+        try await write(idempotency) { db in
             var row = try Self.current(
                 db, table, id: id, expectedVersion: expectedVersion, allowDeleted: allowDeleted, owner: owner)
             if replace {
@@ -207,10 +266,11 @@ final class SQLiteTableStorage: TableStorage {
         }
     }
 
-    func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String? = nil)
-        async throws(TableStorageError) -> TableRow
-    {
-        try await run { db in
+    func delete(
+        _ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String? = nil,
+        idempotency: TableIdempotency? = nil
+    ) async throws(TableStorageError) -> TableRow {
+        try await write(idempotency) { db in
             var row = try Self.current(
                 db, table, id: id, expectedVersion: expectedVersion, allowDeleted: false, owner: owner)
             if soft {
@@ -224,10 +284,10 @@ final class SQLiteTableStorage: TableStorage {
         }
     }
 
-    func undelete(_ table: String, id: String, expectedVersion: Int64?, owner: String? = nil)
-        async throws(TableStorageError) -> TableRow
-    {
-        try await run { db in
+    func undelete(
+        _ table: String, id: String, expectedVersion: Int64?, owner: String? = nil, idempotency: TableIdempotency? = nil
+    ) async throws(TableStorageError) -> TableRow {
+        try await write(idempotency) { db in
             var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion, owner: owner)
             row.deleted = false
             (row.updatedAt, row.version) = try self.tick(db)

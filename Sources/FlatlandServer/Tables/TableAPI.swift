@@ -18,11 +18,15 @@ struct TableAPI: Sendable {
         var maxTop = 1000
         /// The largest body read; more is a 413 (the server checks it while reading the body).
         var maxBodyBytes = TableServing.defaultMaxBodyBytes
+        /// How long a write's idempotency key is remembered.
+        var idempotencyTTL: Duration = TableServing.defaultIdempotencyTTL
+        /// The most operations one `$batch` takes; more is a 413.
+        var maxBatchOperations = 1000
     }
 
     let storage: any TableStorage
     let configuration: Configuration
-    private let tables: [String: TableDefinition]
+    let tables: [String: TableDefinition]
 
     init(storage: any TableStorage, configuration: Configuration) {
         self.storage = storage
@@ -47,16 +51,22 @@ struct TableAPI: Sendable {
     /// `authenticate` names the caller a session token belongs to.
     func respond(
         method: String, path: String, query: [String: String], headers: [String: String], body: [UInt8],
-        baseURL: String, authenticate: (String) -> SampleAPI.Caller = { _ in .invalid }
+        baseURL: String, authenticate: (String) -> SampleAPI.Caller = { _ in .invalid }, faults: TableFaults? = nil
     ) async -> Reply? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         guard parts.first == "tables" else { return nil }
         guard parts.count == 2 || parts.count == 3, !parts[1].isEmpty else {
             return Self.error(404, "no such route: \(path)")
         }
+        let caller = Self.caller(headers, authenticate)
+        if parts.count == 2, parts[1] == "$capabilities" || parts[1] == "$batch" {
+            return await special(
+                parts[1], method: method, query: query, headers: headers, body: body, baseURL: baseURL, caller: caller,
+                faults: faults)
+        }
         guard let table = tables[parts[1].lowercased()] else { return Self.error(404, "no table '\(parts[1])'") }
         let owner: String?
-        switch Self.admit(Self.caller(headers, authenticate), to: table) {
+        switch Self.admit(caller, to: table) {
         case .failure(let refusal): return refusal.reply
         case .success(let o): owner = o
         }
@@ -67,20 +77,48 @@ struct TableAPI: Sendable {
         }
         let id = parts.count == 3 ? parts[2].removingPercentEncoding ?? parts[2] : nil
         if let id, let problem = Self.idProblem(id) { return Self.error(400, problem) }
+        if let problem = Self.idempotencyKeyProblem(headers["idempotency-key"]) { return Self.error(400, problem) }
         let request = TableRequest(
             api: self, table: table, wire: wire, query: query, headers: headers, body: body, baseURL: baseURL,
-            owner: owner)
-        switch (method, id) {
-        case ("GET", nil): return await request.list(path: path)
-        case ("GET", let id?): return await request.lookup(id)
-        case ("POST", nil): return await request.insert()
-        case ("POST", let id?): return await request.undelete(id)
-        case ("PATCH", let id?): return await request.update(id, replace: false)
-        case ("PUT", let id?): return await request.update(id, replace: true)
-        case ("DELETE", let id?): return await request.delete(id)
-        default: return Self.error(405, "\(method) is not allowed on \(path)")
+            owner: owner, method: method, id: id, scope: Self.scope(caller))
+        if method == "GET", id == nil { return await request.list(path: path) }
+        return await request.route()
+    }
+
+    /// The scope of a caller's idempotency keys: its user, or "" when anonymous.
+    static func scope(_ caller: SampleAPI.Caller) -> String {
+        switch caller {
+        case .user(let me), .pending(let me): me
+        case .anonymous, .invalid: ""
         }
     }
+
+    /// Why `key` cannot be an `Idempotency-Key`, or nil when it can (or is absent).
+    static func idempotencyKeyProblem(_ key: String?) -> String? {
+        guard let key else { return nil }
+        if key.isEmpty || key.utf8.count > 255 || key.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            return "an Idempotency-Key must be 1 to 255 bytes without control characters"
+        }
+        return nil
+    }
+}
+
+extension TableRequest {
+    /// Serves a request to one row (or an insert), by its method.
+    func route() async -> Reply {
+        switch (method, id) {
+        case ("GET", let id?): return await lookup(id)
+        case ("POST", nil): return await insert()
+        case ("POST", let id?): return await undelete(id)
+        case ("PATCH", let id?): return await update(id, replace: false)
+        case ("PUT", let id?): return await update(id, replace: true)
+        case ("DELETE", let id?): return await delete(id)
+        default: return TableAPI.error(405, "\(method) is not allowed on \(rowPath)")
+        }
+    }
+}
+
+extension TableAPI {
 
     /// Who sent a request: the user of the session token in `Authorization: Bearer …` or
     /// `X-ZUMO-AUTH` (both given: they must name the same session), anonymous without either,
@@ -122,8 +160,7 @@ struct TableAPI: Sendable {
         return nil
     }
 
-    private func protocolVersion(query: [String: String], headers: [String: String]) -> Result<TableWire, TableRefusal>
-    {
+    func protocolVersion(query: [String: String], headers: [String: String]) -> Result<TableWire, TableRefusal> {
         let given =
             query.first { $0.key.lowercased() == "zumo-api-version" }?.value ?? headers["zumo-api-version"]
         guard let given else {
@@ -178,6 +215,45 @@ struct TableRequest {
     let baseURL: String
     /// The owner whose rows this request sees (a per-user table); nil: every row.
     let owner: String?
+    /// The method, upper-case.
+    let method: String
+    /// The row's id (nil for the table).
+    let id: String?
+    /// The scope of the caller's idempotency keys (``TableAPI/scope(_:)``).
+    let scope: String
+
+    /// The row's (or the table's) path as the server writes it: what an idempotency key is
+    /// bound to, the same for a request and for an operation of a batch.
+    var rowPath: String {
+        id.map { TableQueryPath.rowPath(table.name, $0) } ?? "/tables/" + TableQueryPath.encode(table.name)
+    }
+
+    /// The write's idempotency key, if it was sent one, to answer with `status`.
+    private func idempotency(status: Int) -> TableIdempotency? {
+        guard let key = headers["idempotency-key"] else { return nil }
+        let ttl = api.configuration.idempotencyTTL.components
+        return TableIdempotency(
+            scope: scope, key: key, method: method, path: rowPath, status: status,
+            ttl: ttl.seconds * 1_000_000 + ttl.attoseconds / 1_000_000_000_000)
+    }
+
+    /// The answer to a write replayed under its key: the first answer, whatever the row is now;
+    /// a 422 when the key was first used for another method or path.
+    private func replayed(_ record: TableIdempotencyRecord) -> Reply {
+        guard record.method == method, record.path == rowPath else {
+            return TableAPI.error(
+                422,
+                "the Idempotency-Key '\(headers["idempotency-key"] ?? "")' was used for \(record.method) \(record.path), not for \(method) \(rowPath)"
+            )
+        }
+        var reply = record.status == 204 ? Reply(status: 204) : rowReply(record.row, status: record.status)
+        if record.status == 204 { reply.headers.append(("ETag", "\"\(record.row.versionString)\"")) }
+        if record.status == 201 {
+            reply.headers.append(("Location", baseURL + TableQueryPath.rowPath(table.name, record.row.id)))
+        }
+        reply.headers.append(("Idempotent-Replayed", "true"))
+        return reply
+    }
 
     typealias Reply = TableAPI.Reply
 
@@ -207,6 +283,9 @@ struct TableRequest {
             guard let current = error.current else { return TableAPI.error(409, error.message) }
             return rowReply(current, status: 409)
         case .storage: return TableAPI.error(500, error.message)
+        case .replayed:
+            guard let record = error.replay else { return TableAPI.error(500, error.message) }
+            return replayed(record)
         }
     }
 
@@ -288,7 +367,8 @@ struct TableRequest {
         let id = parsed.id ?? UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         if let problem = TableAPI.idProblem(id) { return TableAPI.error(400, problem) }
         do {
-            let row = try await storage.insert(table.name, id: id, fields: parsed.fields, owner: owner)
+            let row = try await storage.insert(
+                table.name, id: id, fields: parsed.fields, owner: owner, idempotency: idempotency(status: 201))
             var reply = rowReply(row, status: 201)
             reply.headers.append(("Location", baseURL + TableQueryPath.rowPath(table.name, id)))
             return reply
@@ -323,7 +403,8 @@ struct TableRequest {
         do {
             let row = try await storage.update(
                 table.name, id: id, fields: parsed.fields, replace: replace, expectedVersion: expected.version,
-                allowDeleted: wire.version != .v3 || includeDeleted, owner: owner)
+                allowDeleted: wire.version != .v3 || includeDeleted, owner: owner, idempotency: idempotency(status: 200)
+            )
             return rowReply(row)
         } catch {
             return conditional(expected.fromHeader, error)
@@ -334,7 +415,8 @@ struct TableRequest {
         let expected = expectation(bodyVersion: nil)
         do {
             let row = try await storage.delete(
-                table.name, id: id, soft: table.softDelete, expectedVersion: expected.version, owner: owner)
+                table.name, id: id, soft: table.softDelete, expectedVersion: expected.version, owner: owner,
+                idempotency: idempotency(status: wire.version == .v3 ? 204 : 200))
             return wire.version == .v3 ? Reply(status: 204) : rowReply(row)
         } catch {
             return conditional(expected.fromHeader, error)
@@ -345,7 +427,8 @@ struct TableRequest {
         let expected = expectation(bodyVersion: nil)
         do {
             let row = try await storage.undelete(
-                table.name, id: id, expectedVersion: expected.version, owner: owner)
+                table.name, id: id, expectedVersion: expected.version, owner: owner,
+                idempotency: idempotency(status: 200))
             return rowReply(row)
         } catch {
             return conditional(expected.fromHeader, error)

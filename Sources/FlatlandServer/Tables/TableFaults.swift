@@ -61,12 +61,15 @@ public final class TableFaults: Sendable {
     /// Drops every queued fault.
     public func reset() { queue.withLockedValue { $0 = [] } }
 
-    /// The fault the request `method path` takes, if any (and it is used up once).
-    func take(method: String, path: String) -> Fault? {
+    /// The fault the request `method path` takes, if any (and it is used up once). With
+    /// `naming`, only a fault whose prefix starts with it (a `$batch` request takes only the
+    /// faults injected for `/tables/$…`; its operations take the others, each by its own path).
+    func take(method: String, path: String, naming: String? = nil) -> Fault? {
         queue.withLockedValue { entries in
             guard
                 let index = entries.firstIndex(where: {
                     ($0.method == nil || $0.method == method.uppercased()) && path.hasPrefix($0.pathPrefix)
+                        && (naming == nil || $0.pathPrefix.hasPrefix(naming!))
                 })
             else { return nil }
             let fault = entries[index].fault

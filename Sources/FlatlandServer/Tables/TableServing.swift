@@ -18,6 +18,13 @@ public struct TableServing: Sendable {
     /// is a 413 and changes nothing.
     public var maxBodyBytes: Int
 
+    /// How long the server remembers a write's `Idempotency-Key` and its answer, to answer a
+    /// replay of the write with it (one day by default): see <doc:ServingTables>.
+    public var idempotencyTTL: Duration = TableServing.defaultIdempotencyTTL
+
+    /// The default ``idempotencyTTL``: 86,400 seconds.
+    public static let defaultIdempotencyTTL: Duration = .seconds(86_400)
+
     /// The default ``maxBodyBytes``: 1 MiB.
     public static let defaultMaxBodyBytes = 1 << 20
 
@@ -66,7 +73,7 @@ final class TableHost: Sendable {
         baseURL: String, authenticate: (String) -> SampleAPI.Caller
     ) async -> TableAnswer? {
         guard let api, Self.isTablePath(path) else { return nil }
-        let fault = faults.take(method: method, path: path)
+        let fault = faults.take(method: method, path: path, naming: path.hasPrefix("/tables/$") ? "/tables/$" : nil)
         switch fault {
         case .fail(let status, let retryAfter):
             var reply = TableAPI.error(status, "injected failure")
@@ -80,9 +87,14 @@ final class TableHost: Sendable {
         guard
             let reply = await api.respond(
                 method: method, path: path, query: query, headers: headers, body: body, baseURL: baseURL,
-                authenticate: authenticate)
+                authenticate: authenticate, faults: faults)
         else { return nil }
         var answer = TableAnswer(reply: reply)
+        if let index = reply.headers.firstIndex(where: { $0.0 == TableAPI.loseResponseMarker }) {
+            // An operation of a batch took a lost response: the batch's answer is lost.
+            answer.reply.headers.remove(at: index)
+            answer.loseResponse = true
+        }
         switch fault {
         case .loseResponse:
             answer.loseResponse = true
@@ -103,7 +115,7 @@ final class TableHost: Sendable {
         try await storage.prepare(serving.tables)
         let configuration = TableAPI.Configuration(
             tables: serving.tables, protocols: serving.protocols, pageSize: serving.pageSize, maxTop: serving.maxTop,
-            maxBodyBytes: serving.maxBodyBytes)
+            maxBodyBytes: serving.maxBodyBytes, idempotencyTTL: serving.idempotencyTTL)
         current.withLockedValue { $0 = TableAPI(storage: storage, configuration: configuration) }
     }
 }

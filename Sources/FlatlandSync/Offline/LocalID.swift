@@ -44,7 +44,7 @@ enum LocalID {
         let assigned = Mutex<String?>(nil)
         let prefix = engine.prefix
         let answer = try await engine.send(
-            .post, path, body: body,
+            .post, path, body: body, headers: ["Idempotency-Key": operation.key],
             condition: { entity in
                 assigned.withLock { $0 = $0 ?? TableRowID.serverID(fromStoreID: entity.id, prefix: prefix) }
                 return true

@@ -86,7 +86,10 @@ public struct PushResult: Sendable, Hashable {
 }
 
 extension SyncContext {
-    /// Sends the queue in order, one request per operation.
+    /// Sends the queue in order: in batches when the server advertises them (see
+    /// ``PushOptions``), else one request per operation. Every operation carries its
+    /// idempotency key (``SyncOperation/key``), so a server that remembers keys applies a
+    /// replayed request once.
     ///
     /// Each success writes the server's answer to the local row in the transaction that drops
     /// the operation. A network error, a 401 or a cancel stops the push and keeps every
@@ -95,7 +98,12 @@ extension SyncContext {
     /// before whose answer was lost (a 409 or a 412 now) is checked against the server's row
     /// (fetched with a `GET`): the same data is a success, other data a conflict. Conflicts (412, 409) go to
     /// `onConflict`; without one the operation stays, failed, with the server's row.
-    public func push(onConflict: ConflictHandler? = nil) async -> PushResult {
+    ///
+    /// In a batch each operation's answer goes through exactly these rules, in queue order; an
+    /// operation after one that met a conflict is still applied. A batch that fails as a whole
+    /// on the network, with a 401 or a cancel stops the push the same way; any other failure of
+    /// the batch request sends its operations one by one.
+    public func push(onConflict: ConflictHandler? = nil, options: PushOptions = PushOptions()) async -> PushResult {
         var result = PushResult()
         let operations: [SyncOperation]
         do {
@@ -105,7 +113,27 @@ extension SyncContext {
             return result
         }
         defer { setInFlight(nil) }
-        for queued in operations {
+        let limit = await batchLimit(options, operations: operations.count)
+        var index = 0
+        while index < operations.count {
+            var run: [SyncOperation] = []
+            if let limit {
+                while index + run.count < operations.count, run.count < limit,
+                    Self.batchable(operations[index + run.count])
+                {
+                    run.append(operations[index + run.count])
+                }
+            }
+            if run.count > 1 {
+                index += run.count
+                if let reason = await pushBatch(run, total: operations.count, onConflict: onConflict, into: &result) {
+                    result.abortReason = reason
+                    break
+                }
+                continue
+            }
+            let queued = operations[index]
+            index += 1
             // The queue may have changed while earlier operations were sent.
             guard let operation = try? read({ db in try SyncQueue.operation(db, sequence: queued.sequence) })
             else { continue }
@@ -123,73 +151,117 @@ extension SyncContext {
         return result
     }
 
+    /// Sends a run of operations in one batch and settles each answer in order as a single
+    /// push would; returns why the push stops, or nil.
+    private func pushBatch(
+        _ run: [SyncOperation], total: Int, onConflict: ConflictHandler?, into result: inout PushResult
+    ) async -> String? {
+        // The queue may have changed while earlier operations were sent.
+        let current = run.compactMap { queued in
+            try? read { db in try SyncQueue.operation(db, sequence: queued.sequence) }
+        }
+        do {
+            try transaction { db in
+                for operation in current { try SyncQueue.setState(db, sequence: operation.sequence, .attempted) }
+            }
+        } catch {
+            return "\(error)"
+        }
+        for operation in current { setInFlight(operation.sequence) }
+        var answers: [String: BatchAnswer] = [:]
+        switch await sendBatch(current) {
+        case .success(let received):
+            answers = received
+        case .failure(let error):
+            if let http = error.httpError, http.code == .transport || http.code == .cancelled || http.status == 401 {
+                for operation in current {
+                    result.outcomes.append(
+                        PushOutcome(
+                            sequence: operation.sequence, table: operation.table, id: operation.itemID,
+                            kind: operation.kind, status: http.status, result: .error))
+                    report(.push(sent: result.outcomes.count, total: total))
+                }
+                return http.status == 401 ? "the server answered 401" : http.message
+            }
+        // Any other failure of the batch as a whole: each operation on its own (its key makes
+        // that safe whatever the batch did).
+        }
+        for sent in current {
+            guard let operation = try? read({ db in try SyncQueue.operation(db, sequence: sent.sequence) }) else {
+                continue
+            }
+            var outcome = PushOutcome(
+                sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
+                status: nil, result: .ok)
+            // Without an answer in the batch it is sent on its own, as it was before the batch.
+            let step = await pushOne(
+                operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1, prepared: answers[sent.key],
+                wasAttempted: sent.state == .attempted)
+            result.outcomes.append(outcome)
+            report(.push(sent: result.outcomes.count, total: total))
+            if case .abort(let reason) = step { return reason }
+        }
+        return nil
+    }
+
     enum PushStep {
         case next
         case abort(String)
     }
 
     private func pushOne(
-        _ operation: SyncOperation, onConflict: ConflictHandler?, outcome: inout PushOutcome, retriesLeft: Int
+        _ operation: SyncOperation, onConflict: ConflictHandler?, outcome: inout PushOutcome, retriesLeft: Int,
+        prepared: BatchAnswer? = nil, wasAttempted: Bool? = nil
     ) async -> PushStep {
         let engine = engine(for: operation.table)
         let sequence = operation.sequence
-        let wasAttempted = operation.state == .attempted
-        do {
-            try transaction { db in try SyncQueue.setState(db, sequence: sequence, .attempted) }
-        } catch {
-            return .abort("\(error)")
+        let wasAttempted = wasAttempted ?? (operation.state == .attempted)
+        // An answer from a batch: the batch marked its operations attempted before it went.
+        if prepared == nil {
+            do {
+                try transaction { db in try SyncQueue.setState(db, sequence: sequence, .attempted) }
+            } catch {
+                return .abort("\(error)")
+            }
         }
         setInFlight(sequence)
         let dropOperation: @Sendable (IngestBatch) throws -> ResponseCommit = { _ in
             ResponseCommit(alongside: SQLiteTransactionWork { db in try SyncQueue.remove(db, sequence: sequence) })
         }
         do {
-            let answer: HTTPResult
+            guard let request = try request(for: operation, engine: engine) else {
+                try? transaction { db in
+                    try SyncQueue.recordFailure(
+                        db, sequence: sequence, status: nil, serverItem: nil, rawBody: [],
+                        error: "the local row is gone")
+                }
+                outcome.result = .error
+                return .next
+            }
+            var headers: HTTPHeaders = ["Idempotency-Key": operation.key]
+            if let ifMatch = request.ifMatch { headers["If-Match"] = ifMatch }
+            let path = try engine.rowPath(request.pathID)
+            let answer: PushAnswer
             switch operation.kind {
             case .insert, .update:
-                let storeID = engine.storeID(operation.itemID)
-                guard let local = engine.row(storeID) else {
-                    try? transaction { db in
-                        try SyncQueue.recordFailure(
-                            db, sequence: sequence, status: nil, serverItem: nil, rawBody: [],
-                            error: "the local row is gone")
-                    }
-                    outcome.result = .error
-                    return .next
-                }
-                let data = OfflineTable.data(local)
-                // A row made offline in a table whose server names rows: its local id is not sent,
-                // and the server's replaces it everywhere in the commit that takes the answer.
-                let localID = operation.kind == .insert && LocalID.isLocal(operation.itemID) ? operation.itemID : nil
-                let body = try engine.body(id: localID == nil ? operation.itemID : nil, keys: data.keys) { writer in
-                    for (key, value) in data {
-                        writer.key(key)
-                        writer.value(value)
-                    }
-                }
-                var headers: HTTPHeaders = [:]
-                if operation.kind == .update, let version = operation.version {
-                    headers["If-Match"] = TableVersionHeader.quoted(version)
-                }
-                let method: HTTPMethod =
-                    operation.kind == .insert ? .post : engine.version == .v3 ? .put : .patch
-                let path = try engine.rowPath(operation.kind == .insert ? nil : operation.itemID)
-                if let localID {
-                    answer = try await LocalID.insert(
-                        localID, operation: operation, path: path, body: body, engine: engine, context: self)
+                if operation.kind == .insert, LocalID.isLocal(operation.itemID) {
+                    // Its answer renames the row everywhere in the commit that takes it.
+                    let result = try await LocalID.insert(
+                        operation.itemID, operation: operation, path: path, body: request.body ?? [], engine: engine,
+                        context: self)
+                    answer = PushAnswer(status: result.status, committed: result.ingest != nil)
                 } else {
                     answer = try await sendRow(
-                        operation, method: method, path: path, body: body, headers: headers, engine: engine)
+                        operation, method: request.method, path: path, body: request.body ?? [], headers: headers,
+                        engine: engine, prepared: prepared)
                 }
             case .delete:
-                var headers: HTTPHeaders = [:]
-                if let version = operation.version { headers["If-Match"] = TableVersionHeader.quoted(version) }
-                answer = try await engine.send(
-                    .delete, try engine.rowPath(operation.itemID), headers: headers, condition: { _ in false },
-                    commitPlan: dropOperation)
+                answer = try await exchange(
+                    engine, .delete, path, body: nil, headers: headers, condition: { _ in false },
+                    commitPlan: dropOperation, prepared: prepared)
             }
             outcome.status = answer.status
-            if answer.ingest == nil {
+            if !answer.committed {
                 // No body (a 204): nothing was committed with it.
                 try transaction { db in try SyncQueue.remove(db, sequence: sequence) }
             }
@@ -215,8 +287,8 @@ extension SyncContext {
     /// version. Checked when the answer arrives and again inside its commit.
     private func sendRow(
         _ operation: SyncOperation, method: HTTPMethod, path: String, body: [UInt8], headers: HTTPHeaders,
-        engine: TableEngine
-    ) async throws(TableError<JSONObject>) -> HTTPResult {
+        engine: TableEngine, prepared: BatchAnswer?
+    ) async throws(TableError<JSONObject>) -> PushAnswer {
         let sequence = operation.sequence
         let table = operation.table
         let item = operation.itemID
@@ -226,8 +298,8 @@ extension SyncContext {
         let laterOperations: @Sendable (Database) throws -> [SyncOperation] = { db in
             try SyncQueue.operations(db, table: table, itemID: item).filter { $0.sequence > sequence }
         }
-        let answer = try await engine.send(
-            method, path, body: body, headers: headers,
+        let answer = try await exchange(
+            engine, method, path, body: body, headers: headers,
             condition: { [self] entity in
                 let fields = entity.untypedFields ?? entity.fields
                 let system = JSONObject(fields.members.filter { names.contains($0.key) })
@@ -249,7 +321,7 @@ extension SyncContext {
                         if !wasHeld { throw LaterChangeDuringPush() }
                         for next in later { try SyncQueue.setVersion(db, sequence: next.sequence, version) }
                     })
-            })
+            }, prepared: prepared)
         let (wasHeld, system) = held.withLock { $0 }
         if wasHeld, system.count > 0 {
             var change = StoreChange()

@@ -40,6 +40,8 @@ public final class SyncContext: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The server's capabilities, once asked (``push(onConflict:options:)``).
+    let capabilityCache = Mutex<ServerCapabilities?>(nil)
 
     /// A context for `session`, whose store must be kept in SQLite (a session made with
     /// FlatlandSQLite's session storage); creates the queue's tables in its file when missing.

@@ -48,4 +48,9 @@ public struct SyncOperation: Sendable, Hashable {
     public var rawBody: [UInt8]?
     /// What went wrong in the last failed attempt.
     public var error: String?
+    /// The idempotency key its request is sent with (`Idempotency-Key`): a UUID kept while the
+    /// request stays the same (a retry, the next push), and a new one whenever the operation
+    /// changes (a collapsed change, a new `If-Match`, a client-wins resend), so a server that
+    /// remembers keys answers a replay with its first answer and applies the change once.
+    public var key: String
 }

@@ -39,12 +39,36 @@ enum SyncQueue {
 
     static func create(_ db: Database) throws {
         for statement in schema + [LocalID.schema] { try db.execute(sql: statement) }
+        // The idempotency key of each operation's request; a file written before keys existed
+        // gains the column, and a key for each operation it holds.
+        if try !db.columns(in: "flatland_sync_operations").contains(where: { $0.name == "key" }) {
+            try db.execute(sql: "ALTER TABLE flatland_sync_operations ADD COLUMN key TEXT")
+        }
+        try db.execute(sql: "UPDATE flatland_sync_operations SET key = \(newKeySQL) WHERE key IS NULL")
+        // A changed operation is a new request (another row, kind, id or If-Match): a new key, so
+        // that the server does not answer it with the answer to the old one. A replay of the
+        // same request (a retry, the next push) keeps its key.
+        try db.execute(
+            sql: """
+                CREATE TRIGGER IF NOT EXISTS flatland_sync_operations_rekey
+                AFTER UPDATE OF item_id, kind, version, item, changes ON flatland_sync_operations
+                BEGIN
+                    UPDATE flatland_sync_operations SET key = \(newKeySQL) WHERE sequence = NEW.sequence;
+                END
+                """)
     }
+
+    /// A fresh random key in SQL: a version-4 UUID's text.
+    static let newKeySQL = """
+        (lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' || substr(lower(hex(randomblob(2))), 2) \
+        || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' \
+        || lower(hex(randomblob(6))))
+        """
 
     // MARK: Reading
 
     static let columns =
-        "sequence, table_name, item_id, kind, state, version, item, changes, status, server_item, raw_body, error"
+        "sequence, table_name, item_id, kind, state, version, item, changes, status, server_item, raw_body, error, key"
 
     static func operation(_ row: Row) -> SyncOperation {
         func object(_ bytes: Data?) -> JSONObject? {
@@ -57,7 +81,7 @@ enum SyncQueue {
             state: SyncOperation.State(rawValue: row["state"]) ?? .pending, version: row["version"],
             item: object(row["item"]), changes: row["changes"], status: row["status"],
             serverItem: object(row["server_item"]), rawBody: (row["raw_body"] as Data?).map { Array($0) },
-            error: row["error"])
+            error: row["error"], key: row["key"] ?? "")
     }
 
     /// Every operation, in queue order; only `table`'s when given.
@@ -112,8 +136,8 @@ enum SyncQueue {
     ) throws -> Int64 {
         try db.execute(
             sql:
-                "INSERT INTO flatland_sync_operations (table_name, item_id, kind, version, item) VALUES (?, ?, ?, ?, ?)",
-            arguments: [table, itemID, kind.rawValue, version, bytes(item)])
+                "INSERT INTO flatland_sync_operations (table_name, item_id, kind, version, item, key) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [table, itemID, kind.rawValue, version, bytes(item), UUID().uuidString.lowercased()])
         return db.lastInsertedRowID
     }
 
