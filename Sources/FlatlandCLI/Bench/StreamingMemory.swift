@@ -25,19 +25,7 @@ enum StreamingMemory {
                 var generator = SeedGenerator(seed: 2026)
                 try Data(generator.document(approximateBytes: megabytes * 1_000_000)).write(to: file)
             }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
-            process.arguments = ["bench", "--stream-rss", file.path]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            let output = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0,
-                let value = Double(
-                    String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-            else { throw CLIFailure.invalid("streaming-memory child failed") }
-            peaks.append(value)
+            peaks.append(try runChild(["bench", "--stream-rss", file.path]))
         }
         return Result(peakRSSMegabytes1MB: peaks[0], peakRSSMegabytes100MB: peaks[1])
     }
@@ -50,11 +38,32 @@ enum StreamingMemory {
         let input = try InputFile(path: file)
         try input.forEachChunk(size: 64 * 1024) { try ingestor.feed($0) }
         _ = try store.commit(ingestor.finish())
+        return String(try peakRSSMegabytes())
+    }
+
+    /// This process's peak resident set so far, in MB.
+    static func peakRSSMegabytes() throws -> Double {
         // VmHWM, not getrusage: ru_maxrss survives exec and would report the parent's peak.
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
             let kilobytes = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
         else { throw CLIFailure.invalid("cannot read VmHWM from /proc/self/status") }
-        return String(kilobytes / 1024)
+        return kilobytes / 1024
+    }
+
+    /// Runs this executable with `arguments` in a child process and reads the one number it prints.
+    static func runChild(_ arguments: [String]) throws -> Double {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+            let value = Double(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else { throw CLIFailure.invalid("child \(arguments.joined(separator: " ")) failed") }
+        return value
     }
 }

@@ -24,6 +24,15 @@ public final class Backend: Sendable {
         public var deduplicatesGETs: Bool
         /// The longest wait between two bytes of a response, in seconds.
         public var timeout: TimeInterval
+        /// The most body bytes of one response that may wait for the ingest, which runs on a
+        /// thread of its own, overlapped with the download. When the ingest falls behind and
+        /// this many bytes wait, the transport stops reading until it catches up
+        /// (back-pressure), so a response's buffered bytes never grow with its size. At least
+        /// one chunk always fits. Default ``defaultIngestBufferCapacity``.
+        public var ingestBufferCapacity: Int
+
+        /// The default ``ingestBufferCapacity``: 2 MiB.
+        public static let defaultIngestBufferCapacity = 2 << 20
 
         /// A configuration; every argument has a default.
         public init(
@@ -33,7 +42,8 @@ public final class Backend: Sendable {
             ingestOptions: IngestOptions = IngestOptions(),
             headersIgnoredForDeduplication: Set<String> = ["x-request-id", "user-agent"],
             deduplicatesGETs: Bool = true,
-            timeout: TimeInterval = 60
+            timeout: TimeInterval = 60,
+            ingestBufferCapacity: Int = Configuration.defaultIngestBufferCapacity
         ) {
             self.makeTransport = makeTransport
             self.filters = filters
@@ -42,6 +52,7 @@ public final class Backend: Sendable {
             self.headersIgnoredForDeduplication = headersIgnoredForDeduplication
             self.deduplicatesGETs = deduplicatesGETs
             self.timeout = timeout
+            self.ingestBufferCapacity = max(1, ingestBufferCapacity)
         }
     }
 
@@ -290,15 +301,21 @@ public final class Backend: Sendable {
         let store = self.store
         let options = task.request.ingestOptions ?? configuration.ingestOptions
         let taskID = task.id
-        var next: HTTPFilterNext = { request in
+        let capacity = configuration.ingestBufferCapacity
+        var next: HTTPFilterNext = { [weak task] request in
             let receiver = IngestReceiver(
                 makeIngestor: {
                     store.makeIngestor(endpoint: request.endpoint, taskID: taskID, options: options)
                 },
+                bufferCapacity: capacity,
                 progress: { [weak task] count in task?.received(count) })
+            defer { task?.buffered(receiver.peakBuffered) }
             do {
                 let head = try await withTaskCancellationHandler {
-                    try await transport.send(request, to: receiver)
+                    let head = try await transport.send(request, to: receiver)
+                    // The transport has handed in the last chunk; the ingest may still be reading.
+                    try await receiver.bodyIngested()
+                    return head
                 } onCancel: {
                     receiver.cancel()
                 }

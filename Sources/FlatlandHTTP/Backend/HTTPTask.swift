@@ -71,6 +71,7 @@ public final class HTTPTask: Sendable, Identifiable, CustomStringConvertible {
         var bytesReceived = 0
         var chunksReceived = 0
         var largestChunk = 0
+        var peakBuffered = 0
         var joined = 0
         var outcome: Result<HTTPResult, HTTPError>?
         var waiters: [CheckedContinuation<Result<HTTPResult, HTTPError>, Never>] = []
@@ -107,6 +108,10 @@ public final class HTTPTask: Sendable, Identifiable, CustomStringConvertible {
     public var chunksReceived: Int { status.withLock { $0.chunksReceived } }
     /// The largest chunk received.
     public var largestChunk: Int { status.withLock { $0.largestChunk } }
+    /// The most body bytes that waited at once for the ingest (which runs beside the download),
+    /// over all attempts: never more than the backend's
+    /// ``Backend/Configuration/ingestBufferCapacity`` (or one chunk, when a chunk is larger).
+    public var peakBytesBuffered: Int { status.withLock { $0.peakBuffered } }
     /// How many identical launches joined this task instead of going to the network.
     public var joinCount: Int { status.withLock { $0.joined } }
     /// Whether the task has ended.
@@ -181,6 +186,10 @@ public final class HTTPTask: Sendable, Identifiable, CustomStringConvertible {
             s.chunksReceived += 1
             s.largestChunk = max(s.largestChunk, count)
         }
+    }
+
+    func buffered(_ peak: Int) {
+        status.withLock { s in s.peakBuffered = max(s.peakBuffered, peak) }
     }
 
     func complete(_ outcome: Result<HTTPResult, HTTPError>) {

@@ -1,4 +1,5 @@
 import Flatland
+import Foundation
 
 /// A response as the filters see it on the way back.
 ///
@@ -46,26 +47,55 @@ final class PendingIngest: @unchecked Sendable {
 
 /// Streams a response: a 2xx body into an ingestor, chunk by chunk; any other body into the
 /// error body.
+///
+/// The ingest runs on a thread of its own, overlapped with the download: the transport's thread
+/// copies each chunk into a bounded ``ChunkPipe`` and goes back to the network, the consumer
+/// feeds the chunks to the ingestor in order. When the ingest falls behind, the pipe fills and
+/// the transport's thread waits (back-pressure), so at most the pipe's capacity of body bytes is
+/// ever held. An ingest error stops the pipe: the next chunk the transport hands in throws it,
+/// and the transport stops the request. Nothing is applied until the whole body has been read
+/// (``bodyIngested()``) and the backend commits the batch.
 final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
-    private let lock = Locked(())
+    private struct State {
+        var errorBody: [UInt8] = []
+        var bytes = 0
+        var ingestor: Ingestor?
+        var pipe: ChunkPipe?
+        var consumerDone = false
+        var consumerFailure: (any Error)?
+        var waiter: CheckedContinuation<Void, any Error>?
+        var cancelled = false
+    }
+
+    private let state = Locked(State())
     private let makeIngestor: () -> Ingestor
     private let progress: @Sendable (Int) -> Void
-    private(set) var errorBody: [UInt8] = []
-    private(set) var bytes = 0
-    private var ingestor: Ingestor?
+    private let bufferCapacity: Int
     static let maxErrorBody = 64 << 10
 
-    init(makeIngestor: @escaping () -> Ingestor, progress: @escaping @Sendable (Int) -> Void) {
+    init(
+        makeIngestor: @escaping () -> Ingestor, bufferCapacity: Int = Backend.Configuration.defaultIngestBufferCapacity,
+        progress: @escaping @Sendable (Int) -> Void
+    ) {
         self.makeIngestor = makeIngestor
+        self.bufferCapacity = bufferCapacity
         self.progress = progress
     }
 
+    var errorBody: [UInt8] { state.withLock { $0.errorBody } }
+    var bytes: Int { state.withLock { $0.bytes } }
+
+    /// The most body bytes that waited for the ingest at once.
+    var peakBuffered: Int { state.withLock { $0.pipe }?.peakBuffered ?? 0 }
+
     /// The ingest, when the body was a 2xx body with content.
-    var pending: PendingIngest? { lock.withLock { _ in bytes > 0 ? ingestor.map(PendingIngest.init) : nil } }
+    var pending: PendingIngest? {
+        state.withLock { s in s.bytes > 0 ? s.ingestor.map(PendingIngest.init) : nil }
+    }
 
     func receive(head: HTTPResponseHead) throws {
-        lock.withLock { _ in
-            guard head.isSuccess && head.status != 204 else { return }
+        let started = state.withLock { s -> (Ingestor, ChunkPipe)? in
+            guard head.isSuccess && head.status != 204 else { return nil }
             let made = makeIngestor()
             // A page's place from its headers (a bare array with a Link header), where the caller
             // has not said it in the request's IngestOptions.page.
@@ -74,22 +104,91 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
             if context.nextLink == nil { context.nextLink = fromHeaders.nextLink }
             if context.total == nil { context.total = fromHeaders.total }
             if context != made.pageContext { made.pageContext = context }
-            ingestor = made
+            let pipe = ChunkPipe(capacity: bufferCapacity)
+            s.ingestor = made
+            s.pipe = pipe
+            if s.cancelled { pipe.cancel() }
+            return (made, pipe)
+        }
+        guard let (ingestor, pipe) = started else { return }
+        // Not on Swift's cooperative pool: the consumer blocks while it waits for chunks.
+        let box = UncheckedBox((self, ingestor, pipe))
+        DispatchQueue.global(qos: .userInitiated).async {
+            let (receiver, ingestor, pipe) = box.value
+            receiver.consume(ingestor, pipe)
         }
     }
 
     func receive(chunk: UnsafeRawBufferPointer) throws {
-        try lock.withLock { _ in
-            bytes += chunk.count
-            if let ingestor {
-                do throws(IngestError) { try ingestor.feed(chunk) } catch { throw error }
-            } else if errorBody.count < Self.maxErrorBody {
-                errorBody.append(contentsOf: chunk.prefix(Self.maxErrorBody - errorBody.count))
+        let pipe = state.withLock { s -> ChunkPipe? in
+            s.bytes += chunk.count
+            if s.pipe == nil && s.errorBody.count < Self.maxErrorBody {
+                s.errorBody.append(contentsOf: chunk.prefix(Self.maxErrorBody - s.errorBody.count))
             }
+            return s.pipe
+        }
+        if let pipe {
+            try pipe.push(chunk) { HTTPError(.cancelled, "the request was cancelled") }
         }
         progress(chunk.count)
     }
 
+    /// The consumer: feeds the chunks to the ingestor in arrival order until the pipe is closed
+    /// and empty, or stopped.
+    private func consume(_ ingestor: Ingestor, _ pipe: ChunkPipe) {
+        var failure: (any Error)?
+        while let chunk = pipe.pop() {
+            do {
+                try chunk.withUnsafeBytes { try ingestor.feed($0) }
+            } catch {
+                failure = error
+                pipe.fail(error)
+                break
+            }
+        }
+        if failure == nil && pipe.isStopped {
+            ingestor.cancel()
+            failure = HTTPError(.cancelled, "the request was cancelled")
+        }
+        let waiter = state.withLock { s -> CheckedContinuation<Void, any Error>? in
+            s.consumerDone = true
+            s.consumerFailure = failure
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        if let waiter { resume(waiter, failure) }
+    }
+
+    /// Waits until the ingest has read every chunk of a body the transport has finished.
+    /// - Throws: the ingest's error (nothing is applied), or ``HTTPError`` `cancelled`.
+    func bodyIngested() async throws {
+        guard let pipe = state.withLock({ $0.pipe }) else { return }
+        pipe.close()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let done = state.withLock { s -> (any Error)?? in
+                if s.consumerDone { return .some(s.consumerFailure) }
+                s.waiter = continuation
+                return nil
+            }
+            if let done { resume(continuation, done) }
+        }
+    }
+
+    private func resume(_ continuation: CheckedContinuation<Void, any Error>, _ failure: (any Error)?) {
+        if let failure { continuation.resume(throwing: failure) } else { continuation.resume() }
+    }
+
     /// Drops the ingest: nothing of it is ever applied.
-    func cancel() { lock.withLock { _ in ingestor?.cancel() } }
+    func cancel() {
+        state.withLock { s -> ChunkPipe? in
+            s.cancelled = true
+            return s.pipe
+        }?.cancel()
+    }
+}
+
+/// Carries a value the compiler cannot prove sendable to the one thread that uses it next.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

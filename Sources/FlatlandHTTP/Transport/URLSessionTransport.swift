@@ -10,6 +10,12 @@ import Foundation
 /// arrives and is never held whole. Each transport owns its own `URLSession` (an ephemeral
 /// configuration by default) with no cookie, credential or URL cache storage: two sessions of
 /// the app never share cookies, caches or connections (tokens travel in filters instead).
+///
+/// Back-pressure: a receiver may block in ``HTTPResponseReceiver/receive(chunk:)`` while it
+/// falls behind. The transport's delegate queue then lets only a few chunks wait behind it; when
+/// more arrive, URLSession's own thread waits too and stops reading the socket, so TCP slows the
+/// sender. (`URLSessionTask.suspend()` is no way to do this on Linux: swift-corelibs-foundation
+/// suspends by removing the transfer from libcurl, and resuming starts the request over.)
 public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let delegate: Delegate
     private let session: URLSession
@@ -21,10 +27,13 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         configuration.urlCredentialStorage = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         delegate = Delegate()
-        let queue = OperationQueue()
+        let queue = BoundedOperationQueue(limit: Self.waitingChunks)
         queue.maxConcurrentOperationCount = 1
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
     }
+
+    /// How many delegate calls (body chunks, mostly) may wait behind a receiver that is busy.
+    static let waitingChunks = 8
 
     deinit { session.invalidateAndCancel() }
 
@@ -100,7 +109,9 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
                 try data.withUnsafeBytes { try exchange.receiver.receive(chunk: $0) }
             } catch {
                 exchange.failure = error
-                dataTask.cancel()
+                // Not here: cancel waits for URLSession's thread, which may be waiting for this
+                // queue (see BoundedOperationQueue).
+                DispatchQueue.global().async { dataTask.cancel() }
             }
         }
 
@@ -123,6 +134,38 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
             } else {
                 exchange.continuation.resume(throwing: HTTPError(.transport, "the response had no status line"))
             }
+        }
+    }
+}
+
+/// The transport's delegate queue: at most `limit` operations wait to run at once. URLSession
+/// adds one per body chunk it reads; when `limit` wait, the thread adding the next (URLSession's
+/// own, reading the socket) blocks until one has run, so a receiver that falls behind holds back
+/// the network instead of letting chunks pile up in memory.
+final class BoundedOperationQueue: OperationQueue, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var waiting = 0
+    let limit: Int
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+        super.init()
+    }
+
+    override func addOperation(_ block: @escaping @Sendable () -> Void) {
+        condition.lock()
+        // Never from one of this queue's own operations: it would wait for itself.
+        if OperationQueue.current !== self {
+            while waiting >= limit { condition.wait() }
+        }
+        waiting += 1
+        condition.unlock()
+        super.addOperation { [self] in
+            block()
+            condition.lock()
+            waiting -= 1
+            condition.broadcast()
+            condition.unlock()
         }
     }
 }
