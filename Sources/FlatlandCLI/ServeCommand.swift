@@ -56,7 +56,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The largest request body a table route reads, in bytes; a larger one is a 413.")
     var tablesMaxBody = TableServing.defaultMaxBodyBytes
 
-    @Option(help: "The SQLite file the tables' rows live in (in memory when absent).")
+    @Option(
+        help: """
+            Where the tables' rows live: an SQLite file (in memory when absent), or a PostgreSQL database \
+            shared by several servers, postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME] \
+            (or postgresql://). A bad URL or an unreachable database stops the start with 'error: …' (exit 1).
+            """)
     var tablesDb: String?
 
     @Option(help: "The table protocol versions served at once, comma-separated: v1, v2, v3.")
@@ -144,14 +149,18 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: .init(
                 host: host, port: port, population: .init(users: users, seed: seed), limits: limits,
                 tables: TableServing(
-                    tables: tableDefinitions, databasePath: tablesDb, protocols: protocolVersions ?? [.v2, .v3],
-                    maxBodyBytes: tablesMaxBody)))
+                    tables: tableDefinitions, storage: tablesDb.map(TableServing.Storage.init),
+                    protocols: protocolVersions ?? [.v2, .v3], maxBodyBytes: tablesMaxBody)))
         let counts = "\(server.state.userIDs.count) users, \(server.state.deviceIDs.count) devices"
         let host = self.host
-        try await server.run { port in
-            FileHandleOutput.standardOutput.write(
-                "flatland sample server on http://\(host):\(port) (\(counts)); Ctrl-C stops it\n"
-                    + "try: curl 'http://\(host):\(port)/devices?offset=0&count=2'\n")
+        do {
+            try await server.run { port in
+                FileHandleOutput.standardOutput.write(
+                    "flatland sample server on http://\(host):\(port) (\(counts)); Ctrl-C stops it\n"
+                        + "try: curl 'http://\(host):\(port)/devices?offset=0&count=2'\n")
+            }
+        } catch let error as TableServingError {
+            throw CLIFailure.invalid("--tables-db: \(error.message)")
         }
     }
 }
