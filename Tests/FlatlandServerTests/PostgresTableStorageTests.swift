@@ -118,7 +118,7 @@ struct PostgresTableStorageTests {
         arguments: [
             ("postgres://me@db.example:6543/app?schema=s1", "db.example", 6543, "me", nil, "app", "s1"),
             ("postgresql://me:p%40ss@127.0.0.1/app", "127.0.0.1", 5432, "me", "p@ss", "app", "public"),
-            ("POSTGRES://a%20b@[::1]:7/d%2Fx?sslmode=disable", "::1", 7, "a b", nil, "d/x", "public"),
+            ("POSTGRES://a%20b@[::1]:7/d%20x?sslmode=disable", "::1", 7, "a b", nil, "d x", "public"),
         ] as [(String, String, Int, String, String?, String, String)])
     func urlsAreRead(_ input: (String, String, Int, String, String?, String, String)) throws {
         let location = try PostgresLocation(url: input.0)
