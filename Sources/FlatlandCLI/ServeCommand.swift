@@ -61,7 +61,12 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var tablesIdempotencyTtl: Double = 86_400
 
-    @Option(help: "The SQLite file the tables' rows live in (in memory when absent).")
+    @Option(
+        help: """
+            Where the tables' rows live: an SQLite file (in memory when absent), or a PostgreSQL database \
+            shared by several servers, postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME] \
+            (or postgresql://). A bad URL or an unreachable database stops the start with 'error: …' (exit 1).
+            """)
     var tablesDb: String?
 
     @Option(help: "The table protocol versions served at once, comma-separated: v1, v2, v3.")
@@ -149,8 +154,8 @@ struct ServeCommand: AsyncParsableCommand {
             maxPendingSessions: maxPendingSessions,
             pendingSessionLifetime: .milliseconds(Int64(pendingSessionLifetime * 1000)))
         var tableServing = TableServing(
-            tables: tableDefinitions, databasePath: tablesDb, protocols: protocolVersions ?? [.v2, .v3],
-            maxBodyBytes: tablesMaxBody)
+            tables: tableDefinitions, storage: tablesDb.map(TableServing.Storage.init),
+            protocols: protocolVersions ?? [.v2, .v3], maxBodyBytes: tablesMaxBody)
         tableServing.idempotencyTTL = .milliseconds(Int64((tablesIdempotencyTtl * 1000).rounded()))
         let server = SampleServer(
             configuration: .init(
@@ -158,10 +163,14 @@ struct ServeCommand: AsyncParsableCommand {
                 tables: tableServing))
         let counts = "\(server.state.userIDs.count) users, \(server.state.deviceIDs.count) devices"
         let host = self.host
-        try await server.run { port in
-            FileHandleOutput.standardOutput.write(
-                "flatland sample server on http://\(host):\(port) (\(counts)); Ctrl-C stops it\n"
-                    + "try: curl 'http://\(host):\(port)/devices?offset=0&count=2'\n")
+        do {
+            try await server.run { port in
+                FileHandleOutput.standardOutput.write(
+                    "flatland sample server on http://\(host):\(port) (\(counts)); Ctrl-C stops it\n"
+                        + "try: curl 'http://\(host):\(port)/devices?offset=0&count=2'\n")
+            }
+        } catch let error as TableServingError {
+            throw CLIFailure.invalid("--tables-db: \(error.message)")
         }
     }
 }

@@ -58,12 +58,13 @@ import Testing
     // MARK: Against rows
 
     struct Columns: TableColumns {
-        func column(_ member: String) -> (sql: String, kind: ColumnKind)? {
+        var dialect: SQLDialect { .sqlite }
+        func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)? {
             switch member {
-            case "id": ("id", .text)
-            case "updatedAt": ("updated_at", .date)
-            case "deleted": ("deleted", .bool)
-            default: ("json_extract(data, '$.\"\(member)\"')", .json)
+            case "id": (SQLFragment("id"), .text)
+            case "updatedAt": (SQLFragment("updated_at"), .date)
+            case "deleted": (SQLFragment("deleted"), .bool)
+            default: (dialect.jsonField(member), .json)
             }
         }
     }
@@ -92,6 +93,7 @@ import Testing
                     case .text(let s): s
                     case .integer(let i): i
                     case .real(let d): d
+                    case .bool(let b): b ? 1 : 0
                     case .null: nil
                     }
                 })

@@ -4,7 +4,8 @@ import Testing
 
 @testable import FlatlandServer
 
-/// The `/tables` routes, called directly (the HTTP plumbing is tested with the server).
+/// The `/tables` routes, called directly (the HTTP plumbing is tested with the server), on
+/// SQLite and on PostgreSQL (see ``TestStorage``).
 @Suite struct TableAPITests {
     struct Client {
         let api: TableAPI
@@ -32,11 +33,11 @@ import Testing
     }
 
     private func client(
-        _ version: String? = "2.0.0", protocols: Set<TableWire.Version> = [.v2, .v3], softDelete: Bool = true
+        _ kind: TestStorage, _ version: String? = "2.0.0", protocols: Set<TableWire.Version> = [.v2, .v3],
+        softDelete: Bool = true
     ) async throws -> Client {
-        let storage = try SQLiteTableStorage(path: nil)
         let table = TableDefinition(name: "todoitem", softDelete: softDelete)
-        try await storage.prepare([table])
+        let storage = try await kind.make([table])
         return Client(
             api: TableAPI(storage: storage, configuration: .init(tables: [table], protocols: protocols)),
             version: version)
@@ -47,21 +48,23 @@ import Testing
         reply.headers.first { $0.0 == name }?.1
     }
 
-    @Test func theProtocolVersionIsCheckedAndAMissingOneIsV1OnlyWhenServed() async throws {
-        let none = try await client(nil)
+    @Test(arguments: TestStorage.all)
+    func theProtocolVersionIsCheckedAndAMissingOneIsV1OnlyWhenServed(_ kind: TestStorage) async throws {
+        let none = try await client(kind, nil)
         let r = await none.send("GET", "/tables/todoitem")
         #expect(r.status == 400)
         #expect(String(decoding: r.body, as: UTF8.self).contains("ZUMO-API-VERSION"))
-        #expect(await (try client("1.0.0")).send("GET", "/tables/todoitem").status == 400)
-        #expect(await (try client("2.0.7")).send("GET", "/tables/todoitem").status == 200)
-        #expect(await (try client("3.0.0")).send("GET", "/tables/todoitem").status == 200)
-        #expect(await (try client(nil, protocols: [.v1, .v2])).send("GET", "/tables/todoitem").status == 200)
-        #expect(await (try client("3.0.0", protocols: [.v2])).send("GET", "/tables/todoitem").status == 400)
+        #expect(await (try client(kind, "1.0.0")).send("GET", "/tables/todoitem").status == 400)
+        #expect(await (try client(kind, "2.0.7")).send("GET", "/tables/todoitem").status == 200)
+        #expect(await (try client(kind, "3.0.0")).send("GET", "/tables/todoitem").status == 200)
+        #expect(await (try client(kind, nil, protocols: [.v1, .v2])).send("GET", "/tables/todoitem").status == 200)
+        #expect(await (try client(kind, "3.0.0", protocols: [.v2])).send("GET", "/tables/todoitem").status == 400)
         #expect(await none.send("GET", "/tables/todoitem?ZUMO-API-VERSION=2.0.0").status == 200)
     }
 
-    @Test func insertLookupUpdateDeleteInV2() async throws {
-        let c = try await client()
+    @Test(arguments: TestStorage.all)
+    func insertLookupUpdateDeleteInV2(_ kind: TestStorage) async throws {
+        let c = try await client(kind)
         let created = await c.send("POST", "/tables/todoitem", #"{"text":"milk","complete":false}"#)
         #expect(created.status == 201)
         let row = try json(created)
@@ -114,8 +117,9 @@ import Testing
                 == #"{"error":"The item does not exist"}"#)
     }
 
-    @Test func v3ReplacesWithPutAnswersDeleteWith204AndDeletedRowsWith410() async throws {
-        let c = try await client("3.0.0")
+    @Test(arguments: TestStorage.all)
+    func v3ReplacesWithPutAnswersDeleteWith204AndDeletedRowsWith410(_ kind: TestStorage) async throws {
+        let c = try await client(kind, "3.0.0")
         let row = try json(await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"milk","done":false}"#))
         #expect(row["createdAt"] == nil)
         let put = await c.send("PUT", "/tables/todoitem/a", #"{"id":"a","text":"bread"}"#)
@@ -126,9 +130,10 @@ import Testing
         #expect(await c.send("PATCH", "/tables/todoitem/a", #"{"text":"x"}"#).status == 410)
     }
 
-    @Test func pagesFollowTheirNextLinksToEveryRowOnce() async throws {
+    @Test(arguments: TestStorage.all)
+    func pagesFollowTheirNextLinksToEveryRowOnce(_ kind: TestStorage) async throws {
         for version in ["2.0.0", "3.0.0"] {
-            let c = try await client(version)
+            let c = try await client(kind, version)
             for i in 0..<123 { _ = await c.send("POST", "/tables/todoitem", #"{"id":"r\#(i)","n":\#(i)}"#) }
             var seen: [String] = []
             var next: String? = "/tables/todoitem?$orderby=n"
@@ -156,8 +161,9 @@ import Testing
         }
     }
 
-    @Test func topUpToTheMaximumIsOneResponseAndMoreIsA400() async throws {
-        let c = try await client()
+    @Test(arguments: TestStorage.all)
+    func topUpToTheMaximumIsOneResponseAndMoreIsA400(_ kind: TestStorage) async throws {
+        let c = try await client(kind)
         for i in 0..<60 { _ = await c.send("POST", "/tables/todoitem", #"{"id":"r\#(i)"}"#) }
         let all = await c.send("GET", "/tables/todoitem?$top=1000&$inlinecount=allpages")
         #expect(try json(all)["count"] == .number(JSONNumber(60)))
@@ -170,20 +176,24 @@ import Testing
         #expect(await c.send("GET", "/tables/todoitem?$filter=updatedAt%20eq%20'x'").status == 400)
     }
 
-    @Test(arguments: [
-        ("POST", "/tables/todoitem", "{\"text\":"), ("POST", "/tables/todoitem", "[1]"),
-        ("POST", "/tables/todoitem", "{\"id\":5}"), ("POST", "/tables/todoitem", "{\"id\":\"a/b\"}"),
-        ("POST", "/tables/todoitem", "{\"id\":\"a\\u0001\"}"), ("POST", "/tables/todoitem", "{\"a\":1,\"a\":2}"),
-        ("PATCH", "/tables/todoitem/keep", "{\"id\":\"other\"}"), ("PATCH", "/tables/todoitem/keep", "nope"),
-        ("GET", "/tables/nosuchtable", ""), ("GET", "/tables/todoitem/a%2Fb", ""),
-        ("GET", "/tables/todoitem/a%01b", ""), ("DELETE", "/tables/todoitem/a%2Fb", ""),
-        ("PUT", "/tables/todoitem/a%0Ab", "{}"), ("POST", "/tables/todoitem", ""), ("POST", "/tables/todoitem", "null"),
-        ("PUT", "/tables/todoitem/keep", "{\"text\":"), ("PATCH", "/tables/todoitem/keep", "{\"id\":true}"),
-        ("POST", "/tables/nosuchtable", "{}"), ("DELETE", "/tables/todoitem", ""),
-        ("POST", "/tables/todoitem", "{\"id\":\"\(String(repeating: "x", count: 256))\"}"),
-    ])
-    func badInputIsA4xxAndChangesNothing(method: String, path: String, body: String) async throws {
-        let c = try await client()
+    @Test(
+        arguments: TestStorage.all,
+        [
+            ("POST", "/tables/todoitem", "{\"text\":"), ("POST", "/tables/todoitem", "[1]"),
+            ("POST", "/tables/todoitem", "{\"id\":5}"), ("POST", "/tables/todoitem", "{\"id\":\"a/b\"}"),
+            ("POST", "/tables/todoitem", "{\"id\":\"a\\u0001\"}"), ("POST", "/tables/todoitem", "{\"a\":1,\"a\":2}"),
+            ("PATCH", "/tables/todoitem/keep", "{\"id\":\"other\"}"), ("PATCH", "/tables/todoitem/keep", "nope"),
+            ("GET", "/tables/nosuchtable", ""), ("GET", "/tables/todoitem/a%2Fb", ""),
+            ("GET", "/tables/todoitem/a%01b", ""), ("DELETE", "/tables/todoitem/a%2Fb", ""),
+            ("PUT", "/tables/todoitem/a%0Ab", "{}"), ("POST", "/tables/todoitem", ""),
+            ("POST", "/tables/todoitem", "null"),
+            ("PUT", "/tables/todoitem/keep", "{\"text\":"), ("PATCH", "/tables/todoitem/keep", "{\"id\":true}"),
+            ("POST", "/tables/nosuchtable", "{}"), ("DELETE", "/tables/todoitem", ""),
+            ("POST", "/tables/todoitem", "{\"id\":\"\(String(repeating: "x", count: 256))\"}"),
+        ])
+    func badInputIsA4xxAndChangesNothing(_ kind: TestStorage, _ input: (String, String, String)) async throws {
+        let (method, path, body) = input
+        let c = try await client(kind)
         let before = try json(await c.send("POST", "/tables/todoitem", #"{"id":"keep","text":"x"}"#))
         let reply = await c.send(method, path, body)
         #expect((400..<500).contains(reply.status))
@@ -193,8 +203,9 @@ import Testing
         #expect(try json(await c.send("GET", "/tables/todoitem/keep")) == before)
     }
 
-    @Test func invalidUTF8IsRefused() async throws {
-        let c = try await client()
+    @Test(arguments: TestStorage.all)
+    func invalidUTF8IsRefused(_ kind: TestStorage) async throws {
+        let c = try await client(kind)
         let before = try json(await c.send("POST", "/tables/todoitem", #"{"id":"keep","text":"x"}"#))
         for (method, path) in [("POST", "/tables/todoitem"), ("PATCH", "/tables/todoitem/keep")] {
             let reply = await c.api.respond(
@@ -212,8 +223,9 @@ import Testing
         (header(reply, "ETag"), try json(reply)[name]?.stringValue.map { "\"\($0)\"" })
     }
 
-    @Test func everySingleRowAnswerCarriesItsVersionAsETag() async throws {
-        let c = try await client()
+    @Test(arguments: TestStorage.all)
+    func everySingleRowAnswerCarriesItsVersionAsETag(_ kind: TestStorage) async throws {
+        let c = try await client(kind)
         let created = await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"x"}"#)
         let old = try #require(header(created, "ETag"))
         var answers = [created]
@@ -235,16 +247,17 @@ import Testing
         #expect(Set(answers.compactMap { header($0, "ETag") }).count == 5)
         #expect(header(answers[5], "ETag") == header(answers[3], "ETag"))
 
-        let v1 = try await client(nil, protocols: [.v1])
+        let v1 = try await client(kind, nil, protocols: [.v1])
         _ = await v1.send("POST", "/tables/todoitem", #"{"id":"b"}"#)
         let (tag, version) = try tagAndVersion(
             await v1.send("GET", "/tables/todoitem/b?__systemproperties=__version"), "__version")
         #expect(tag != nil && tag == version)
     }
 
-    @Test func softDeletedRowsAreLeftOutUnlessAskedForAndTheDeleteBumpsUpdatedAt() async throws {
+    @Test(arguments: TestStorage.all)
+    func softDeletedRowsAreLeftOutUnlessAskedForAndTheDeleteBumpsUpdatedAt(_ kind: TestStorage) async throws {
         for version in ["2.0.0", "3.0.0"] {
-            let c = try await client(version)
+            let c = try await client(kind, version)
             let a = try json(await c.send("POST", "/tables/todoitem", #"{"id":"a"}"#))
             _ = await c.send("POST", "/tables/todoitem", #"{"id":"b"}"#)
             #expect(await c.send("DELETE", "/tables/todoitem/a").status == (version == "3.0.0" ? 204 : 200))
@@ -266,9 +279,10 @@ import Testing
         }
     }
 
-    @Test func pagesAre50WithoutTopAndLinkOnlyWhenFullAndMoreRemain() async throws {
+    @Test(arguments: TestStorage.all)
+    func pagesAre50WithoutTopAndLinkOnlyWhenFullAndMoreRemain(_ kind: TestStorage) async throws {
         for version in ["2.0.0", "3.0.0"] {
-            let c = try await client(version)
+            let c = try await client(kind, version)
             func page(_ path: String) async throws -> (ids: [String], next: String?) {
                 let reply = await c.send("GET", path)
                 let body = try json(reply)
@@ -302,13 +316,16 @@ import Testing
         }
     }
 
-    @Test(arguments: [
-        ("frobnicate(text) eq 1", "offset 0"), ("text eq 'open", "offset 8"), ("a eq 1 xor b eq 2", "offset 7"),
-        ("updatedAt eq 'x'", "in 'updatedAt eq 'x''"), ("n gt null", "in 'n gt null'"),
-        (String(repeating: "(", count: 5000) + "a eq 1", "$filter"),
-    ])
-    func anUnsupportedFilterIsA400SayingWhatAndWhere(filter: String, says: String) async throws {
-        let c = try await client()
+    @Test(
+        arguments: TestStorage.all,
+        [
+            ("frobnicate(text) eq 1", "offset 0"), ("text eq 'open", "offset 8"), ("a eq 1 xor b eq 2", "offset 7"),
+            ("updatedAt eq 'x'", "in 'updatedAt eq 'x''"), ("n gt null", "in 'n gt null'"),
+            (String(repeating: "(", count: 5000) + "a eq 1", "$filter"),
+        ])
+    func anUnsupportedFilterIsA400SayingWhatAndWhere(_ kind: TestStorage, _ input: (String, String)) async throws {
+        let (filter, says) = input
+        let c = try await client(kind)
         _ = await c.send("POST", "/tables/todoitem", #"{"id":"a"}"#)
         let encoded = try #require(filter.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
         let reply = await c.send("GET", "/tables/todoitem?$filter=\(encoded)")
@@ -317,9 +334,10 @@ import Testing
         #expect(message.contains(says), "\(message)")
     }
 
-    @Test func anInsertWithoutAnIdOrWithANullOneGetsAServerId() async throws {
+    @Test(arguments: TestStorage.all)
+    func anInsertWithoutAnIdOrWithANullOneGetsAServerId(_ kind: TestStorage) async throws {
         for version in ["2.0.0", "3.0.0"] {
-            let c = try await client(version)
+            let c = try await client(kind, version)
             var ids: Set<String> = []
             for body in [#"{"text":"a"}"#, #"{"id":null,"text":"b"}"#] {
                 let reply = await c.send("POST", "/tables/todoitem", body)
@@ -334,8 +352,9 @@ import Testing
         }
     }
 
-    @Test func v1TakesTheVersionFromItsPrefixedNameAndIgnoresOtherSystemProperties() async throws {
-        let c = try await client(nil, protocols: [.v1])
+    @Test(arguments: TestStorage.all)
+    func v1TakesTheVersionFromItsPrefixedNameAndIgnoresOtherSystemProperties(_ kind: TestStorage) async throws {
+        let c = try await client(kind, nil, protocols: [.v1])
         let created = await c.send("POST", "/tables/todoitem?__systemproperties=*", #"{"id":"a","text":"x"}"#)
         let version = try #require(try json(created)["__version"]?.stringValue)
         _ = await c.send("PATCH", "/tables/todoitem/a", #"{"text":"y"}"#)
@@ -350,8 +369,9 @@ import Testing
         #expect(row["text"] == .string("y"))
     }
 
-    @Test func v1PrefixesSystemPropertiesAndReturnsOnlyThoseAskedFor() async throws {
-        let c = try await client(nil, protocols: [.v1, .v2])
+    @Test(arguments: TestStorage.all)
+    func v1PrefixesSystemPropertiesAndReturnsOnlyThoseAskedFor(_ kind: TestStorage) async throws {
+        let c = try await client(kind, nil, protocols: [.v1, .v2])
         let plain = try json(await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"x"}"#))
         #expect(plain == .object(["id": "a", "text": "x"]))
         let asked = try json(await c.send("GET", "/tables/todoitem/a?__systemproperties=__updatedAt,__version"))
@@ -361,8 +381,9 @@ import Testing
         #expect(await c.send("POST", "/tables/todoitem", #"{"id":"b","__frob":1}"#).status == 400)
     }
 
-    @Test func hardDeleteTablesRemoveTheRow() async throws {
-        let c = try await client(softDelete: false)
+    @Test(arguments: TestStorage.all)
+    func hardDeleteTablesRemoveTheRow(_ kind: TestStorage) async throws {
+        let c = try await client(kind, softDelete: false)
         _ = await c.send("POST", "/tables/todoitem", #"{"id":"a"}"#)
         #expect(await c.send("DELETE", "/tables/todoitem/a").status == 200)
         #expect(await c.send("GET", "/tables/todoitem/a?__includeDeleted=true").status == 404)

@@ -51,9 +51,13 @@ struct TableAuthorizationTests {
         return reply.json?.items ?? []
     }
 
-    @Test(arguments: TableAccess.allCases, Sender.allCases)
-    func everyRoute(access: TableAccess, sender: Sender) async throws {
-        try await withServer(Self.configuration) { server, port in
+    /// Every access level with every kind of sender.
+    static let cases = TableAccess.allCases.flatMap { access in Sender.allCases.map { (access, $0) } }
+
+    @Test(arguments: TestStorage.all, cases)
+    func everyRoute(_ kind: TestStorage, _ pair: (TableAccess, Sender)) async throws {
+        let (access, sender) = pair
+        try await withServer(on: kind, Self.configuration) { server, port in
             let table = access.rawValue
             let ownerToken = Sender.owner.token(server)
             let seeded = try await request(
@@ -108,8 +112,9 @@ struct TableAuthorizationTests {
         }
     }
 
-    @Test func inAPerUserTableAnInsertOfAnotherUsersIdIsA409WithoutTheirRow() async throws {
-        try await withServer(Self.configuration) { server, port in
+    @Test(arguments: TestStorage.all)
+    func inAPerUserTableAnInsertOfAnotherUsersIdIsA409WithoutTheirRow(_ kind: TestStorage) async throws {
+        try await withServer(on: kind, Self.configuration) { server, port in
             let owner = Sender.owner.token(server)
             let other = Sender.otherUser.token(server)
             _ = try await request(
@@ -146,8 +151,11 @@ struct TableAuthorizationTests {
         }
     }
 
-    @Test func anUnconfirmedRegistrationIsA403WhereATokenIsNeededAndXZumoAuthCarriesATokenToo() async throws {
-        try await withServer(Self.configuration) { server, port in
+    @Test(arguments: TestStorage.all)
+    func anUnconfirmedRegistrationIsA403WhereATokenIsNeededAndXZumoAuthCarriesATokenToo(_ kind: TestStorage)
+        async throws
+    {
+        try await withServer(on: kind, Self.configuration) { server, port in
             let registered = try await request(port: port, "POST", "/session", body: #"{"email":"ada@example.com"}"#)
             let pending = try #require(registered.json?["token"]?.stringValue)
             for access in [TableAccess.authenticated, .perUser] {

@@ -42,10 +42,11 @@ struct TableFaultTests {
         return #"{"id":"\#(id)","text":"\#(String(repeating: "x", count: size - frame.utf8.count))"}"#
     }
 
-    @Test func theBodyLimitIsConfigurableAndExactAtItsEdge() async throws {
+    @Test(arguments: TestStorage.all)
+    func theBodyLimitIsConfigurableAndExactAtItsEdge(_ kind: TestStorage) async throws {
         #expect(TableServing().maxBodyBytes == 1 << 20)
         let configuration = SampleServer.Configuration(tables: TableServing(maxBodyBytes: 200))
-        try await withServer(configuration) { _, port in
+        try await withServer(on: kind, configuration) { _, port in
             let atLimit = body(id: "a", size: 200)
             #expect(atLimit.utf8.count == 200)
             let accepted = try await request(port: port, "POST", "/tables/todoitem", body: atLimit, headers: Self.v2)
@@ -68,8 +69,9 @@ struct TableFaultTests {
         }
     }
 
-    @Test func aLostResponseCommitsThenClosesTheConnectionWithoutAWord() async throws {
-        try await withServer { server, port in
+    @Test(arguments: TestStorage.all)
+    func aLostResponseCommitsThenClosesTheConnectionWithoutAWord(_ kind: TestStorage) async throws {
+        try await withServer(on: kind) { server, port in
             server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/todoitem")
             #expect(server.tableFaults.pending == 1)
             let bytes = await everyByte(port: port, "POST", "/tables/todoitem", body: #"{"id":"lost","text":"x"}"#)
@@ -91,8 +93,9 @@ struct TableFaultTests {
         }
     }
 
-    @Test func anInjectedFailureAnswersWithoutTouchingTheStorage() async throws {
-        try await withServer { server, port in
+    @Test(arguments: TestStorage.all)
+    func anInjectedFailureAnswersWithoutTouchingTheStorage(_ kind: TestStorage) async throws {
+        try await withServer(on: kind) { server, port in
             server.tableFaults.inject(.fail(status: 503, retryAfter: "2"), method: "post", times: 2)
             for id in ["a", "b"] {
                 let reply = try await request(
@@ -113,8 +116,9 @@ struct TableFaultTests {
         }
     }
 
-    @Test func aQueryCutMidBodyIsATransportErrorAndTheNextIsWhole() async throws {
-        try await withServer { server, port in
+    @Test(arguments: TestStorage.all)
+    func aQueryCutMidBodyIsATransportErrorAndTheNextIsWhole(_ kind: TestStorage) async throws {
+        try await withServer(on: kind) { server, port in
             for i in 0..<10 {
                 _ = try await request(
                     port: port, "POST", "/tables/todoitem", body: #"{"id":"r\#(i)","text":"row \#(i)"}"#,
@@ -141,8 +145,9 @@ struct TableFaultTests {
         }
     }
 
-    @Test func aDelayedRequestIsServedLateAndOnlyTheMatchingMethodWaits() async throws {
-        try await withServer { server, port in
+    @Test(arguments: TestStorage.all)
+    func aDelayedRequestIsServedLateAndOnlyTheMatchingMethodWaits(_ kind: TestStorage) async throws {
+        try await withServer(on: kind) { server, port in
             server.tableFaults.inject(.delay(.milliseconds(400)), method: "POST")
             let clock = ContinuousClock()
             #expect(try await request(port: port, "GET", "/tables/todoitem", headers: Self.v2).status == 200)

@@ -34,14 +34,11 @@ import Testing
     }
 
     private func client(
-        ttl: Duration = .seconds(60), access: TableAccess = .anonymous, maxBatch: Int = 1000,
-        clock: TableStorageTests.Clock? = nil
+        _ kind: TestStorage = .sqlite, ttl: Duration = .seconds(60), access: TableAccess = .anonymous,
+        maxBatch: Int = 1000, clock: TableStorageTests.Clock? = nil
     ) async throws -> Client {
-        let storage =
-            try clock.map { clock in try SQLiteTableStorage(path: nil, now: { clock.now() }) }
-            ?? SQLiteTableStorage(path: nil)
         let table = TableDefinition(name: "todoitem", access: access)
-        try await storage.prepare([table])
+        let storage = try await kind.make([table], now: clock.map { clock in { clock.now() } })
         var configuration = TableAPI.Configuration(tables: [table], idempotencyTTL: ttl)
         configuration.maxBatchOperations = maxBatch
         return Client(api: TableAPI(storage: storage, configuration: configuration))
@@ -55,8 +52,8 @@ import Testing
         try json(reply)["version"]?.stringValue.flatMap(TableRow.version(from:))
     }
 
-    @Test func aReplayedWriteIsAnsweredWithItsFirstAnswerAndAppliedOnce() async throws {
-        let c = try await client()
+    @Test(arguments: TestStorage.all) func aReplayedWriteIsAnsweredWithItsFirstAnswerAndAppliedOnce(_ storage: TestStorage) async throws {
+        let c = try await client(storage)
         let inserted = await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"1"}"#, key: "k-insert")
         #expect(inserted.status == 201 && header(inserted, "Idempotent-Replayed") == nil)
         let insertReplay = await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"1"}"#, key: "k-insert")
@@ -91,8 +88,8 @@ import Testing
         #expect(v3Replay.status == 204 && header(v3Replay, "Idempotent-Replayed") == "true")
     }
 
-    @Test func aKeyUsedForAnotherMethodOrPathIsA422() async throws {
-        let c = try await client()
+    @Test(arguments: TestStorage.all) func aKeyUsedForAnotherMethodOrPathIsA422(_ storage: TestStorage) async throws {
+        let c = try await client(storage)
         _ = await c.send("POST", "/tables/todoitem", #"{"id":"a"}"#, key: "k")
         _ = await c.send("POST", "/tables/todoitem", #"{"id":"b"}"#)
         let otherPath = await c.send("PATCH", "/tables/todoitem/b", #"{"text":"x"}"#, key: "k")
@@ -106,8 +103,8 @@ import Testing
         #expect(await c.send("POST", "/tables/todoitem", #"{"id":"c"}"#, key: "").status == 400)
     }
 
-    @Test func aFailedWriteIsNotRememberedAndKeysBelongToTheirCaller() async throws {
-        let c = try await client(access: .authenticated)
+    @Test(arguments: TestStorage.all) func aFailedWriteIsNotRememberedAndKeysBelongToTheirCaller(_ storage: TestStorage) async throws {
+        let c = try await client(storage, access: .authenticated)
         let ada = c.with(token: "ada-token")
         let bob = c.with(token: "bob-token")
         _ = await ada.send("POST", "/tables/todoitem", #"{"id":"a"}"#)
@@ -151,8 +148,8 @@ import Testing
         return items
     }
 
-    @Test func aBatchAppliesEachOperationOnItsOwnInOrderAndAConflictFailsOnlyItself() async throws {
-        let c = try await client()
+    @Test(arguments: TestStorage.all) func aBatchAppliesEachOperationOnItsOwnInOrderAndAConflictFailsOnlyItself(_ storage: TestStorage) async throws {
+        let c = try await client(storage)
         let base = await c.send("POST", "/tables/todoitem", #"{"id":"k","text":"base"}"#)
         _ = await c.send("PATCH", "/tables/todoitem/k", #"{"text":"theirs"}"#)
         let stale = try #require(header(base, "ETag"))
@@ -205,8 +202,8 @@ import Testing
         #expect(await c.send("POST", "/tables/$batch", batch((0..<3).map(insert))).status == 200)
     }
 
-    @Test func theNewRoutesTakeTheTablesAuthRules() async throws {
-        let c = try await client(access: .perUser)
+    @Test(arguments: TestStorage.all) func theNewRoutesTakeTheTablesAuthRules(_ storage: TestStorage) async throws {
+        let c = try await client(storage, access: .perUser)
         let ada = c.with(token: "ada-token")
         _ = await ada.send("POST", "/tables/todoitem", #"{"id":"a","text":"ada's"}"#)
         let update = batch([#"{"key":"u","method":"PATCH","table":"todoitem","id":"a","body":{"text":"changed"}}"#])

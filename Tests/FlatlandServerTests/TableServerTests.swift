@@ -8,8 +8,9 @@ import Testing
 struct TableServerTests {
     private let v2 = ["ZUMO-API-VERSION": "2.0.0"]
 
-    @Test func insertReadPageAndFilterOverHTTP() async throws {
-        try await withServer { _, port in
+    @Test(arguments: TestStorage.all)
+    func insertReadPageAndFilterOverHTTP(_ kind: TestStorage) async throws {
+        try await withServer(on: kind) { _, port in
             let created = try await request(
                 port: port, "POST", "/tables/todoitem", body: #"{"id":"a","text":"milk"}"#, headers: v2)
             #expect(created.status == 201)
@@ -45,8 +46,9 @@ struct TableServerTests {
         }
     }
 
-    @Test func aFullPageLinksToTheNextWithAnAbsoluteURLOnThisServer() async throws {
-        try await withServer { _, port in
+    @Test(arguments: TestStorage.all)
+    func aFullPageLinksToTheNextWithAnAbsoluteURLOnThisServer(_ kind: TestStorage) async throws {
+        try await withServer(on: kind) { _, port in
             for i in 0..<55 {
                 _ = try await request(port: port, "POST", "/tables/todoitem", body: #"{"id":"r\#(i)"}"#, headers: v2)
             }
@@ -70,16 +72,17 @@ struct TableServerTests {
         }
     }
 
-    @Test func theProtocolsServedAreChosenAtStart() async throws {
+    @Test(arguments: TestStorage.all)
+    func theProtocolsServedAreChosenAtStart(_ kind: TestStorage) async throws {
         let tables = TableServing(tables: [TableDefinition(name: "notes")], protocols: [.v1, .v2])
-        try await withServer(.init(population: .init(users: 1), tables: tables)) { _, port in
+        try await withServer(on: kind, .init(population: .init(users: 1), tables: tables)) { _, port in
             #expect(try await request(port: port, "GET", "/tables/notes").status == 200)
             #expect(try await request(port: port, "GET", "/tables/notes", headers: v2).status == 200)
             let v3 = try await request(port: port, "GET", "/tables/notes", headers: ["ZUMO-API-VERSION": "3.0.0"])
             #expect(v3.status == 400)
             #expect(try await request(port: port, "GET", "/tables/todoitem", headers: v2).status == 404)
         }
-        try await withServer { _, port in
+        try await withServer(on: kind) { _, port in
             let missing = try await request(port: port, "GET", "/tables/todoitem")
             #expect(missing.status == 400)
             #expect(String(decoding: missing.body, as: UTF8.self).contains("ZUMO-API-VERSION"))
@@ -102,8 +105,9 @@ struct TableServerTests {
         }
     }
 
-    @Test func everyRefusalOverHTTPIsAJSONError() async throws {
-        try await withServer(.init(tables: TableServing(maxBodyBytes: 32))) { _, port in
+    @Test(arguments: TestStorage.all)
+    func everyRefusalOverHTTPIsAJSONError(_ kind: TestStorage) async throws {
+        try await withServer(on: kind, .init(tables: TableServing(maxBodyBytes: 32))) { _, port in
             let cases: [(method: String, path: String, body: String?, headers: [String: String], status: Int)] = [
                 ("GET", "/tables/nosuch", nil, v2, 404),
                 ("GET", "/tables/todoitem", nil, [:], 400),

@@ -5,7 +5,8 @@ import Testing
 
 @testable import FlatlandServer
 
-/// The table server's storage: system properties, versions, soft delete, queries.
+/// The table server's storage: system properties, versions, soft delete, queries; on SQLite and
+/// on PostgreSQL (see ``TestStorage``).
 @Suite struct TableStorageTests {
     /// A storage on a fake clock that stands still unless moved, so that ticks are visible.
     final class Clock: @unchecked Sendable {
@@ -21,6 +22,11 @@ import Testing
         return storage
     }
 
+    /// A fresh storage of `kind`; SQLite on `clock`, PostgreSQL on the database's.
+    private func storage(_ kind: TestStorage, _ clock: Clock = Clock()) async throws -> any TableStorage {
+        try await kind.make(now: { clock.now() })
+    }
+
     private func fields(_ text: String) throws -> JSONObject {
         guard case .object(let o) = try JSONValue(parsing: text) else {
             throw TableStorageError(code: .storage, message: "")
@@ -28,13 +34,23 @@ import Testing
         return o
     }
 
-    @Test func insertSetsEverySystemProperty() async throws {
-        let s = try await storage()
+    @Test(arguments: TestStorage.all)
+    func insertSetsEverySystemProperty(_ kind: TestStorage) async throws {
+        let s = try await storage(kind)
         let row = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk","complete":false}"#))
         #expect(row.createdAt == row.updatedAt)
         #expect(row.version == 1)
         #expect(!row.deleted)
         #expect(try await s.row("todoitem", id: "a") == row)
+        guard kind == .sqlite else {
+            // The database's clock: now, to the microsecond.
+            #expect(abs(row.updatedAt - SQLiteTableStorage.wallClock()) < 60_000_000)
+            #expect(
+                JSONValue.object(row.json(.v3)).jsonString()
+                    == #"{"id":"a","text":"milk","complete":false,"updatedAt":"\#(TableRow.dateString(row.updatedAt))","version":"AAAAAAAAAAE=","deleted":false}"#
+            )
+            return
+        }
         #expect(
             JSONValue.object(row.json(.v2)).jsonString()
                 == #"{"id":"a","text":"milk","complete":false,"createdAt":"2023-11-14T22:13:20.000000Z","updatedAt":"2023-11-14T22:13:20.000000Z","version":"AAAAAAAAAAE=","deleted":false}"#
@@ -45,8 +61,9 @@ import Testing
         )
     }
 
-    @Test func everyWriteGetsANewVersionAndALaterUpdatedAtEvenWhenTheClockStandsStill() async throws {
-        let s = try await storage()
+    @Test(arguments: TestStorage.all)
+    func everyWriteGetsANewVersionAndALaterUpdatedAtEvenWhenTheClockStandsStill(_ kind: TestStorage) async throws {
+        let s = try await storage(kind)
         var last = try await s.insert("todoitem", id: "a", fields: try fields(#"{"n":0}"#))
         for n in 1...20 {
             let row = try await s.update(
@@ -59,8 +76,9 @@ import Testing
         }
     }
 
-    @Test func patchMergesAndPutReplaces() async throws {
-        let s = try await storage()
+    @Test(arguments: TestStorage.all)
+    func patchMergesAndPutReplaces(_ kind: TestStorage) async throws {
+        let s = try await storage(kind)
         _ = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk","complete":false}"#))
         let merged = try await s.update(
             "todoitem", id: "a", fields: try fields(#"{"complete":true,"due":null}"#), replace: false,
@@ -72,8 +90,9 @@ import Testing
         #expect(JSONValue.object(replaced.fields).jsonString() == #"{"text":"bread"}"#)
     }
 
-    @Test func aStaleVersionIsRefusedWithTheCurrentRowAndChangesNothing() async throws {
-        let s = try await storage()
+    @Test(arguments: TestStorage.all)
+    func aStaleVersionIsRefusedWithTheCurrentRowAndChangesNothing(_ kind: TestStorage) async throws {
+        let s = try await storage(kind)
         let first = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
         let second = try await s.update(
             "todoitem", id: "a", fields: try fields(#"{"text":"oat milk"}"#), replace: false,
@@ -92,8 +111,9 @@ import Testing
         #expect(try await s.row("todoitem", id: "a") == second)
     }
 
-    @Test func insertingAnIdThatExistsGivesTheExistingRow() async throws {
-        let s = try await storage()
+    @Test(arguments: TestStorage.all)
+    func insertingAnIdThatExistsGivesTheExistingRow(_ kind: TestStorage) async throws {
+        let s = try await storage(kind)
         let first = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
         await #expect {
             _ = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"other"}"#))
@@ -102,8 +122,9 @@ import Testing
         }
     }
 
-    @Test func softDeleteBumpsUpdatedAtAndHidesTheRowUnlessAskedFor() async throws {
-        let s = try await storage()
+    @Test(arguments: TestStorage.all)
+    func softDeleteBumpsUpdatedAtAndHidesTheRowUnlessAskedFor(_ kind: TestStorage) async throws {
+        let s = try await storage(kind)
         let row = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
         _ = try await s.insert("todoitem", id: "b", fields: try fields(#"{"text":"bread"}"#))
         let deleted = try await s.delete("todoitem", id: "a", soft: true, expectedVersion: row.version)
@@ -126,8 +147,9 @@ import Testing
         #expect(back.updatedAt > deleted.updatedAt)
     }
 
-    @Test func hardDeleteRemovesTheRow() async throws {
-        let s = try await storage()
+    @Test(arguments: TestStorage.all)
+    func hardDeleteRemovesTheRow(_ kind: TestStorage) async throws {
+        let s = try await storage(kind)
         _ = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
         _ = try await s.delete("todoitem", id: "a", soft: false, expectedVersion: nil)
         #expect(try await s.row("todoitem", id: "a") == nil)
@@ -136,9 +158,10 @@ import Testing
         }
     }
 
-    @Test func queriesFilterOrderAndPageUnderEachProtocolsNames() async throws {
+    @Test(arguments: TestStorage.all)
+    func queriesFilterOrderAndPageUnderEachProtocolsNames(_ kind: TestStorage) async throws {
         let clock = Clock()
-        let s = try await storage(clock)
+        let s = try await storage(kind, clock)
         for i in 0..<120 {
             clock.advance(1000)
             _ = try await s.insert(
@@ -167,8 +190,9 @@ import Testing
         #expect(later.rows.count == 120 - Int(n))
     }
 
-    @Test func aDateComparedWithTextIsABadQuery() async throws {
-        let s = try await storage()
+    @Test(arguments: TestStorage.all)
+    func aDateComparedWithTextIsABadQuery(_ kind: TestStorage) async throws {
+        let s = try await storage(kind)
         await #expect {
             _ = try await s.query(
                 "todoitem", TableRowQuery(filter: try ODataFilter.parse("updatedAt eq 'yesterday'"), top: 5), wire: .v2)
@@ -201,8 +225,9 @@ import Testing
         #expect(next.updatedAt > row.updatedAt)
     }
 
-    @Test func anOwnerSeesOnlyTheirRowsAndAnotherOwnersIdIsTakenWithoutTheRow() async throws {
-        let s = try await storage()
+    @Test(arguments: TestStorage.all)
+    func anOwnerSeesOnlyTheirRowsAndAnotherOwnersIdIsTakenWithoutTheRow(_ kind: TestStorage) async throws {
+        let s = try await storage(kind)
         let mine = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"mine"}"#), owner: "u1")
         _ = try await s.insert("todoitem", id: "b", fields: try fields("{}"), owner: "u2")
         _ = try await s.insert("todoitem", id: "c", fields: try fields("{}"))

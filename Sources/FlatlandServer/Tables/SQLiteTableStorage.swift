@@ -249,17 +249,7 @@ final class SQLiteTableStorage: TableStorage {
         try await write(idempotency) { db in
             var row = try Self.current(
                 db, table, id: id, expectedVersion: expectedVersion, allowDeleted: allowDeleted, owner: owner)
-            if replace {
-                row.fields = fields
-            } else {
-                for (key, value) in fields.members {
-                    if let i = row.fields.members.firstIndex(where: { $0.key == key }) {
-                        row.fields.members[i].value = value
-                    } else {
-                        row.fields.members.append((key: key, value: value))
-                    }
-                }
-            }
+            row.fields = replace ? fields : row.fields.merging(fields)
             (row.updatedAt, row.version) = try self.tick(db)
             try Self.write(db, table, row, insert: false)
             return row
@@ -300,49 +290,25 @@ final class SQLiteTableStorage: TableStorage {
     /// names, every other name a field of the row's JSON.
     struct Columns: TableColumns {
         var wire: TableWire
+        var dialect: SQLDialect { .sqlite }
 
-        func column(_ member: String) -> (sql: String, kind: ColumnKind)? {
-            if member == "id" { return ("id", .text) }
-            switch wire.systemProperty(named: member) {
-            case .createdAt: return ("created_at", .date)
-            case .updatedAt: return ("updated_at", .date)
-            case .version: return ("version", .json)
-            case .deleted: return ("deleted", .bool)
-            case nil: return ("json_extract(data, '$.\"\(member)\"')", .json)
-            }
+        func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)? {
+            wire.column(member, dialect: dialect)
         }
     }
 
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?
     ) {
-        let columns = Columns(wire: wire)
-        var condition = SQLFragment(query.includeDeleted ? "1" : "deleted = 0")
-        if let owner = query.owner {
-            condition = condition + SQLFragment(" AND owner = ?", [.text(owner)])
-        }
-        if let filter = query.filter {
-            do {
-                condition = SQLFragment("(") + condition + SQLFragment(") AND ") + (try filter.sql(columns))
-            } catch {
-                throw TableStorageError(code: .badQuery, message: error.description)
-            }
-        }
-        var order: [String] = []
-        for term in query.orderBy {
-            guard let column = columns.column(term.field) else {
-                throw TableStorageError(code: .badQuery, message: "$orderby: the table has no field '\(term.field)'")
-            }
-            order.append(column.sql + (term.descending ? " DESC" : " ASC"))
-        }
-        order.append("id ASC")
+        let (condition, order) = try query.sql(Columns(wire: wire))
         let arguments = StatementArguments(condition.arguments.map(\.databaseValue))
+        let selectArguments = StatementArguments((condition.arguments + order.arguments).map(\.databaseValue))
         let t = Self.sqlTable(table)
         let select =
-            "SELECT id, created_at, updated_at, version, deleted, data FROM \(t) WHERE \(condition.sql) ORDER BY \(order.joined(separator: ", ")) LIMIT \(max(0, query.top)) OFFSET \(max(0, query.skip))"
+            "SELECT id, created_at, updated_at, version, deleted, data FROM \(t) WHERE \(condition.sql) ORDER BY \(order.sql) LIMIT \(max(0, query.top)) OFFSET \(max(0, query.skip))"
         let countSQL = query.includeCount ? "SELECT count(*) FROM \(t) WHERE \(condition.sql)" : nil
         return try await read { db in
-            let rows = try Row.fetchAll(db, sql: select, arguments: arguments).map(Self.decode)
+            let rows = try Row.fetchAll(db, sql: select, arguments: selectArguments).map(Self.decode)
             let count = try countSQL.map { try Int.fetchOne(db, sql: $0, arguments: arguments) ?? 0 }
             return (rows, count)
         }
@@ -355,6 +321,7 @@ extension SQLArgument {
         case .text(let s): s.databaseValue
         case .integer(let i): i.databaseValue
         case .real(let d): d.databaseValue
+        case .bool(let b): (b ? 1 : 0).databaseValue
         case .null: .null
         }
     }

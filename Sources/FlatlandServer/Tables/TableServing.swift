@@ -5,8 +5,17 @@ import NIOConcurrencyHelpers
 public struct TableServing: Sendable {
     /// The tables (a free-form `todoitem` table with soft delete by default).
     public var tables: [TableDefinition]
-    /// The SQLite file the rows live in; nil keeps them in memory.
-    public var databasePath: String?
+    /// Where the rows live: SQLite (a file, or memory) or a PostgreSQL database.
+    public var storage: Storage
+    /// The SQLite file the rows live in; nil keeps them in memory (or, reading it, the rows
+    /// are in PostgreSQL). Setting it chooses SQLite.
+    public var databasePath: String? {
+        get {
+            if case .sqlite(let path) = storage { return path }
+            return nil
+        }
+        set { storage = .sqlite(path: newValue) }
+    }
     /// The protocol versions served at once, chosen per request by its `ZUMO-API-VERSION`
     /// (v2 and v3 by default; with v1, a request without one is served as v1).
     public var protocols: Set<TableProtocolVersion>
@@ -28,19 +37,58 @@ public struct TableServing: Sendable {
     /// The default ``maxBodyBytes``: 1 MiB.
     public static let defaultMaxBodyBytes = 1 << 20
 
-    /// A configuration; every argument has a default.
+    /// A configuration; every argument has a default. `storage`, when given, wins over
+    /// `databasePath`.
     public init(
         tables: [TableDefinition] = [TableDefinition(name: "todoitem")], databasePath: String? = nil,
-        protocols: Set<TableProtocolVersion> = [.v2, .v3], pageSize: Int = 50, maxTop: Int = 1000,
-        maxBodyBytes: Int = TableServing.defaultMaxBodyBytes
+        storage: Storage? = nil, protocols: Set<TableProtocolVersion> = [.v2, .v3], pageSize: Int = 50,
+        maxTop: Int = 1000, maxBodyBytes: Int = TableServing.defaultMaxBodyBytes
     ) {
         self.tables = tables
-        self.databasePath = databasePath
+        self.storage = storage ?? .sqlite(path: databasePath)
         self.protocols = protocols
         self.pageSize = pageSize
         self.maxTop = maxTop
         self.maxBodyBytes = maxBodyBytes
     }
+}
+
+extension TableServing {
+    /// Where the table server keeps its rows, chosen at start.
+    public enum Storage: Sendable, Hashable {
+        /// SQLite, embedded: in this file, or in memory when `path` is nil. One server per file.
+        case sqlite(path: String?)
+        /// A PostgreSQL database, shared by every server instance given the same URL:
+        /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE` (or `postgresql://`), with
+        /// `?schema=NAME` to keep the tables in a schema other than `public` (and `sslmode=disable`
+        /// accepted; connections are not encrypted). The server creates and migrates its
+        /// tables there when it starts.
+        case postgres(url: String)
+
+        /// The storage `--tables-db` names: a `postgres://` or `postgresql://` URL picks
+        /// PostgreSQL, anything else is an SQLite file path.
+        public init(_ location: String) {
+            self = PostgresLocation.isURL(location) ? .postgres(url: location) : .sqlite(path: location)
+        }
+    }
+}
+
+/// Why the table server could not open its storage when it started.
+public struct TableServingError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Code: Sendable, Hashable {
+        /// The PostgreSQL URL cannot be understood.
+        case badDatabaseURL
+        /// The database cannot be opened or reached, or its tables cannot be created.
+        case databaseFailed
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// What went wrong, and where (the file, or the database without its password).
+    public var message: String
+
+    public var description: String { message }
 }
 
 /// A table route's answer, and what an injected fault does to it on the wire.
@@ -109,10 +157,23 @@ final class TableHost: Sendable {
     }
 
     /// Opens the storage, creates the tables, and serves them.
-    func open(_ serving: TableServing) async throws {
+    ///
+    /// - Throws: ``TableServingError``.
+    func open(_ serving: TableServing) async throws(TableServingError) {
         guard api == nil else { return }
-        let storage = try SQLiteTableStorage(path: serving.databasePath)
-        try await storage.prepare(serving.tables)
+        let storage: any TableStorage
+        do {
+            switch serving.storage {
+            case .sqlite(let path): storage = try SQLiteTableStorage(path: path)
+            case .postgres(let url): storage = try PostgresTableStorage(url: url)
+            }
+        } catch {
+            throw TableServingError(
+                code: error.code == .badQuery ? .badDatabaseURL : .databaseFailed, message: error.message)
+        }
+        do { try await storage.prepare(serving.tables) } catch {
+            throw TableServingError(code: .databaseFailed, message: error.message)
+        }
         let configuration = TableAPI.Configuration(
             tables: serving.tables, protocols: serving.protocols, pageSize: serving.pageSize, maxTop: serving.maxTop,
             maxBodyBytes: serving.maxBodyBytes, idempotencyTTL: serving.idempotencyTTL)

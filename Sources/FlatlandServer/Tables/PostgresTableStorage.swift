@@ -1,0 +1,558 @@
+import FlatlandJSON
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The table server's rows in PostgreSQL, through postgres-nio's `PostgresClient` (its own
+/// connection pool), shared by every server instance on the same database.
+///
+/// The layout follows the SQLite storage's: one SQL table per declared table (`tbl_NAME`, the
+/// row's fields as `json` text, kept exactly as written, beside the system columns and the owner),
+/// in the URL's schema (`?schema=NAME`, `public` by default). `updatedAt` is the database's
+/// `clock_timestamp()` in microseconds, kept strictly increasing across instances by a one-row
+/// clock table (`flatland_table_clock`) written in each write's transaction; `version` comes from
+/// a sequence (`flatland_table_version`). An update is `UPDATE … WHERE id = $1 AND version = $2`:
+/// a write that lost a race to another instance finds no row and is retried or refused, never
+/// applied over the other one.
+final class PostgresTableStorage: TableStorage {
+    let location: PostgresLocation
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private static let logger: Logger = {
+        var logger = Logger(label: "flatland.tables.postgres")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    /// A storage on the database `url` names (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`,
+    /// optionally `?schema=NAME`). Nothing connects before ``prepare(_:)``.
+    init(url: String, maximumConnections: Int = 8) throws(TableStorageError) {
+        location = try PostgresLocation(url: url)
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: .disable)
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.connectionIdleTimeout = .seconds(30)
+        configuration.options.connectTimeout = .seconds(5)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: Self.logger)
+        self.client = client
+        runner = Task { await client.run() }
+    }
+
+    deinit { runner.cancel() }
+
+    private var schema: String { "\"\(location.schema)\"" }
+    private func sqlTable(_ name: String) -> String { "\(schema).\"tbl_\(name)\"" }
+
+    // MARK: Running statements
+
+    /// `sql` (with `?` placeholders) and its arguments as a postgres-nio query.
+    private static func statement(_ sql: String, _ arguments: [SQLArgument] = []) -> PostgresQuery {
+        var binds = PostgresBindings(capacity: arguments.count)
+        for argument in arguments {
+            switch argument {
+            case .text(let s): binds.append(s)
+            case .integer(let i): binds.append(i)
+            case .real(let d): binds.append(d)
+            case .bool(let b): binds.append(b)
+            case .null: binds.appendNull()
+            }
+        }
+        return PostgresQuery(unsafeSQL: SQLDialect.postgres.render(SQLFragment(sql, arguments)), binds: binds)
+    }
+
+    private static func rows(_ connection: PostgresConnection, _ sql: String, _ arguments: [SQLArgument] = [])
+        async throws -> [PostgresRow]
+    {
+        try await connection.query(statement(sql, arguments), logger: logger).collect()
+    }
+
+    /// What went wrong, in words (postgres-nio's own description hides the server's message).
+    static func explain(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let message = error.serverInfo?[.message] {
+            return message + (error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? "")
+        }
+        if let underlying = error.underlying { return "\(underlying)" }
+        return "\(error.code)"
+    }
+
+    /// Runs `body` in one transaction on a pooled connection: committed when it returns, rolled
+    /// back when it throws (with `body`'s error).
+    private func attempt<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await client.withConnection { connection in
+            try await connection.query("BEGIN", logger: Self.logger)
+            do {
+                let value = try await body(connection)
+                try await connection.query("COMMIT", logger: Self.logger)
+                return value
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: Self.logger)
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` on a pooled connection (reads).
+    private func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws(TableStorageError) -> T
+    {
+        do {
+            return try await client.withConnection { connection in try await body(connection) }
+        } catch {
+            throw Self.storageError(error)
+        }
+    }
+
+    private static func storageError(_ error: any Error) -> TableStorageError {
+        if let error = error as? TableStorageError { return error }
+        return TableStorageError(code: .storage, message: "the tables' database failed: \(explain(error))")
+    }
+
+    // MARK: Schema
+
+    /// The schema, run under an advisory lock so that instances starting at once on one
+    /// database wait for each other instead of failing on each other's `CREATE`s.
+    private func migration(_ tables: [TableDefinition]) -> [String] {
+        var statements = [
+            "CREATE SCHEMA IF NOT EXISTS \(schema)",
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).flatland_table_clock (
+                id integer PRIMARY KEY CHECK (id = 1), updated_at bigint NOT NULL)
+            """,
+            "INSERT INTO \(schema).flatland_table_clock VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+            "CREATE SEQUENCE IF NOT EXISTS \(schema).flatland_table_version",
+            """
+            CREATE TABLE IF NOT EXISTS \(schema).flatland_table_idempotency (
+                scope text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL, method text NOT NULL,
+                path text NOT NULL, status integer NOT NULL, row_id text NOT NULL, created_at bigint NOT NULL,
+                updated_at bigint NOT NULL, version bigint NOT NULL, deleted boolean NOT NULL, data json NOT NULL,
+                expires_at bigint NOT NULL, PRIMARY KEY (scope, key))
+            """,
+            """
+            CREATE INDEX IF NOT EXISTS flatland_table_idempotency_expiry
+            ON \(schema).flatland_table_idempotency (expires_at)
+            """,
+        ]
+        for table in tables {
+            let t = sqlTable(table.name)
+            statements += [
+                """
+                CREATE TABLE IF NOT EXISTS \(t) (
+                    id text COLLATE "C" PRIMARY KEY, created_at bigint NOT NULL, updated_at bigint NOT NULL,
+                    version bigint NOT NULL, deleted boolean NOT NULL, data json NOT NULL)
+                """,
+                // The owner of a per-user table's row; a table from before owners gains it.
+                "ALTER TABLE \(t) ADD COLUMN IF NOT EXISTS owner text",
+                "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_updated_at\" ON \(t) (updated_at, id)",
+                "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_live\" ON \(t) (deleted, id)",
+                "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_owner\" ON \(t) (owner, updated_at, id)",
+            ]
+        }
+        return statements
+    }
+
+    /// Connects once on its own connection (so that a wrong address or an unreachable server
+    /// is a prompt, clear error rather than a pool waiting for it), then creates or migrates
+    /// the schema in one transaction under an advisory lock.
+    func prepare(_ tables: [TableDefinition]) async throws(TableStorageError) {
+        var configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user, password: location.password,
+            database: location.database, tls: .disable)
+        configuration.options.connectTimeout = .seconds(5)
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                configuration: configuration, id: 0, logger: Self.logger)
+        } catch {
+            throw TableStorageError(
+                code: .storage, message: "cannot connect to PostgreSQL at \(location.display): \(Self.explain(error))")
+        }
+        do {
+            try await connection.query("BEGIN", logger: Self.logger)
+            _ = try await Self.rows(
+                connection, "SELECT pg_advisory_xact_lock(hashtext('flatland_tables'), hashtext(?))",
+                [.text(location.schema)])
+            for sql in migration(tables) { _ = try await Self.rows(connection, sql) }
+            try await connection.query("COMMIT", logger: Self.logger)
+            try await connection.close()
+        } catch {
+            try? await connection.close()
+            throw TableStorageError(
+                code: .storage,
+                message: "cannot prepare the tables in PostgreSQL at \(location.display): \(Self.explain(error))")
+        }
+    }
+
+    // MARK: Rows
+
+    private static let columns = "id, created_at, updated_at, version, deleted, data::text, owner"
+
+    private static func decode(_ row: PostgresRow) throws -> (row: TableRow, owner: String?) {
+        let (id, createdAt, updatedAt, version, deleted, data, owner) = try row.decode(
+            (String, Int64, Int64, Int64, Bool, String, String?).self)
+        guard case .object(let fields) = try JSONValue(parsing: data) else {
+            throw TableStorageError(code: .storage, message: "a stored row is not a JSON object")
+        }
+        return (
+            TableRow(
+                id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: fields),
+            owner
+        )
+    }
+
+    /// The row with this id and its owner, whoever that is.
+    private func fetchOwned(_ connection: PostgresConnection, _ table: String, id: String) async throws -> (
+        row: TableRow, owner: String?
+    )? {
+        try await Self.rows(
+            connection, "SELECT \(Self.columns) FROM \(sqlTable(table)) WHERE id = ?", [.text(id)]
+        ).first.map(Self.decode)
+    }
+
+    /// The next `updatedAt` and `version`: the database clock in microseconds, or one past the
+    /// last one; the clock's row stays locked until the transaction ends, so commits come in
+    /// `updatedAt` order.
+    private func tick(_ connection: PostgresConnection) async throws -> (updatedAt: Int64, version: Int64) {
+        let sql = """
+            UPDATE \(schema).flatland_table_clock
+            SET updated_at = greatest(floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, updated_at + 1)
+            WHERE id = 1 RETURNING updated_at, nextval('\(schema).flatland_table_version')
+            """
+        guard let row = try await Self.rows(connection, sql).first else {
+            throw TableStorageError(code: .storage, message: "the tables' clock is missing")
+        }
+        return try row.decode((Int64, Int64).self)
+    }
+
+    func insert(_ table: String, id: String, fields: JSONObject, owner: String?, idempotency: TableIdempotency?)
+        async throws(TableStorageError) -> TableRow
+    {
+        try await keyed(idempotency) { connection in
+            func exists() async throws -> TableStorageError {
+                let existing = try await fetchOwned(connection, table, id: id)
+                // Another owner's row is not shown: only that the id is taken.
+                let visible = existing.map { owner == nil || $0.owner == owner } ?? false
+                return TableStorageError(
+                    code: .exists, message: "an item with id '\(id)' exists", current: visible ? existing?.row : nil)
+            }
+            if try await fetchOwned(connection, table, id: id) != nil { throw try await exists() }
+            let clock = try await tick(connection)
+            let row = TableRow(
+                id: id, createdAt: clock.updatedAt, updatedAt: clock.updatedAt, version: clock.version, deleted: false,
+                fields: fields)
+            let inserted = try await Self.rows(
+                connection,
+                """
+                INSERT INTO \(sqlTable(table)) (id, created_at, updated_at, version, deleted, data, owner)
+                VALUES (?, ?, ?, ?, false, ?::json, ?) ON CONFLICT (id) DO NOTHING RETURNING id
+                """,
+                [
+                    .text(id), .integer(row.createdAt), .integer(row.updatedAt), .integer(row.version),
+                    .text(JSONValue.object(fields).jsonString()), owner.map(SQLArgument.text) ?? .null,
+                ])
+            // Another instance inserted it since the check above.
+            if inserted.isEmpty { throw try await exists() }
+            return row
+        }
+    }
+
+    func row(_ table: String, id: String, owner: String?) async throws(TableStorageError) -> TableRow? {
+        try await read { connection in
+            try await fetchOwned(connection, table, id: id).flatMap { owner == nil || $0.owner == owner ? $0.row : nil }
+        }
+    }
+
+    /// A write that found the row changed between reading it and writing it (another instance
+    /// wrote it), or its idempotency key recorded meanwhile: the transaction is rolled back and
+    /// the write tried again from the read.
+    private struct LostRace: Error {}
+
+    /// The database clock in microseconds, as the idempotency records' times are kept.
+    private static let clockMicros = "floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
+    /// Runs a write in one transaction under its idempotency key (see ``TableStorage``): a live
+    /// record of the key answers instead (``TableStorageError/Code/replayed``), and a write that
+    /// succeeds is recorded in its own transaction. Two instances writing under one key at once:
+    /// the second's record waits for the first's commit and then finds it, so its write is rolled
+    /// back and tried again, and answered from the first's record. A lost race with another
+    /// writer of the row is tried again the same way.
+    private func keyed(
+        _ idempotency: TableIdempotency?, _ body: @escaping @Sendable (PostgresConnection) async throws -> TableRow
+    ) async throws(TableStorageError) -> TableRow {
+        for _ in 0..<100 {
+            do {
+                return try await attempt { connection in
+                    if let idempotency, let record = try await remembered(connection, idempotency) {
+                        throw TableStorageError(
+                            code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before",
+                            replay: record)
+                    }
+                    let row = try await body(connection)
+                    if let idempotency { try await remember(connection, idempotency, row) }
+                    return row
+                }
+            } catch is LostRace {
+                continue
+            } catch {
+                throw Self.storageError(error)
+            }
+        }
+        throw TableStorageError(code: .storage, message: "the item kept changing while it was written")
+    }
+
+    /// The live record of a key, if any.
+    private func remembered(_ connection: PostgresConnection, _ key: TableIdempotency) async throws
+        -> TableIdempotencyRecord?
+    {
+        let sql = """
+            SELECT row_id, created_at, updated_at, version, deleted, data::text, method, path, status
+            FROM \(schema).flatland_table_idempotency
+            WHERE scope = ? AND key = ? AND expires_at > \(Self.clockMicros)
+            """
+        guard let found = try await Self.rows(connection, sql, [.text(key.scope), .text(key.key)]).first else {
+            return nil
+        }
+        let (id, createdAt, updatedAt, version, deleted, data, method, path, status) = try found.decode(
+            (String, Int64, Int64, Int64, Bool, String, String, String, Int).self)
+        guard case .object(let fields) = try JSONValue(parsing: data) else {
+            throw TableStorageError(code: .storage, message: "a remembered row is not a JSON object")
+        }
+        let row = TableRow(
+            id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: fields)
+        return TableIdempotencyRecord(method: method, path: path, status: status, row: row)
+    }
+
+    /// Records a write under its key (an expired record of the key goes first); every 128th
+    /// version also prunes the records past their time. A record another instance made
+    /// meanwhile is a lost race.
+    private func remember(_ connection: PostgresConnection, _ key: TableIdempotency, _ row: TableRow) async throws {
+        let table = "\(schema).flatland_table_idempotency"
+        _ = try await Self.rows(
+            connection, "DELETE FROM \(table) WHERE scope = ? AND key = ? AND expires_at <= \(Self.clockMicros)",
+            [.text(key.scope), .text(key.key)])
+        let recorded = try await Self.rows(
+            connection,
+            """
+            INSERT INTO \(table)
+            (scope, key, method, path, status, row_id, created_at, updated_at, version, deleted, data, expires_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::json, \(Self.clockMicros) + ?)
+            ON CONFLICT (scope, key) DO NOTHING RETURNING key
+            """,
+            [
+                .text(key.scope), .text(key.key), .text(key.method), .text(key.path), .integer(Int64(key.status)),
+                .text(row.id), .integer(row.createdAt), .integer(row.updatedAt), .integer(row.version),
+                .bool(row.deleted), .text(JSONValue.object(row.fields).jsonString()), .integer(key.ttl),
+            ])
+        guard !recorded.isEmpty else { throw LostRace() }
+        if row.version % 128 == 0 {
+            _ = try await Self.rows(connection, "DELETE FROM \(table) WHERE expires_at <= \(Self.clockMicros)")
+        }
+    }
+
+    /// Reads the row a write is about, checks it (exists for this owner, not deleted where that
+    /// matters, the expected version), lets `change` make the new row, and writes it with
+    /// `UPDATE … WHERE id = $1 AND version = $2` (or deletes it): a row changed meanwhile is a
+    /// lost race, retried, so the check is made again on the new row.
+    private func write(
+        _ table: String, id: String, expectedVersion: Int64?, allowDeleted: Bool, owner: String?,
+        idempotency: TableIdempotency?, remove: Bool = false, _ change: @escaping @Sendable (inout TableRow) -> Void
+    ) async throws(TableStorageError) -> TableRow {
+        try await keyed(idempotency) { connection in
+            guard let found = try await fetchOwned(connection, table, id: id),
+                owner == nil || found.owner == owner
+            else { throw TableStorageError(code: .notFound, message: "The item does not exist") }
+            var row = found.row
+            if row.deleted, !allowDeleted {
+                throw TableStorageError(code: .deleted, message: "The item is deleted", current: row)
+            }
+            if let expectedVersion, expectedVersion != row.version {
+                throw TableStorageError(
+                    code: .versionMismatch, message: "the item has changed since version was read",
+                    current: row)
+            }
+            let read = row.version
+            let written: [PostgresRow]
+            if remove {
+                written = try await Self.rows(
+                    connection, "DELETE FROM \(sqlTable(table)) WHERE id = ? AND version = ? RETURNING id",
+                    [.text(id), .integer(read)])
+            } else {
+                change(&row)
+                (row.updatedAt, row.version) = try await tick(connection)
+                written = try await Self.rows(
+                    connection,
+                    """
+                    UPDATE \(sqlTable(table)) SET updated_at = ?, version = ?, deleted = ?, data = ?::json
+                    WHERE id = ? AND version = ? RETURNING id
+                    """,
+                    [
+                        .integer(row.updatedAt), .integer(row.version), .bool(row.deleted),
+                        .text(JSONValue.object(row.fields).jsonString()), .text(id), .integer(read),
+                    ])
+            }
+            guard !written.isEmpty else { throw LostRace() }
+            return row
+        }
+    }
+
+    func update(
+        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool,
+        owner: String?, idempotency: TableIdempotency?
+    ) async throws(TableStorageError) -> TableRow {
+        try await write(
+            table, id: id, expectedVersion: expectedVersion, allowDeleted: allowDeleted, owner: owner,
+            idempotency: idempotency
+        ) { row in
+            row.fields = replace ? fields : row.fields.merging(fields)
+        }
+    }
+
+    func delete(
+        _ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String?, idempotency: TableIdempotency?
+    ) async throws(TableStorageError) -> TableRow {
+        try await write(
+            table, id: id, expectedVersion: expectedVersion, allowDeleted: false, owner: owner,
+            idempotency: idempotency, remove: !soft
+        ) { row in row.deleted = true }
+    }
+
+    func undelete(_ table: String, id: String, expectedVersion: Int64?, owner: String?, idempotency: TableIdempotency?)
+        async throws(TableStorageError) -> TableRow
+    {
+        try await write(
+            table, id: id, expectedVersion: expectedVersion, allowDeleted: true, owner: owner,
+            idempotency: idempotency
+        ) { row in
+            row.deleted = false
+        }
+    }
+
+    /// How a request's names reach the columns, in PostgreSQL's dialect.
+    struct Columns: TableColumns {
+        var wire: TableWire
+        var dialect: SQLDialect { .postgres }
+
+        func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)? {
+            wire.column(member, dialect: dialect)
+        }
+    }
+
+    func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
+        rows: [TableRow], count: Int?
+    ) {
+        let (condition, order) = try query.sql(Columns(wire: wire))
+        let t = sqlTable(table)
+        let select =
+            SQLFragment("SELECT \(Self.columns) FROM \(t) WHERE ") + condition + SQLFragment(" ORDER BY ") + order
+            + SQLFragment(" LIMIT \(max(0, query.top)) OFFSET \(max(0, query.skip))")
+        let count = SQLFragment("SELECT count(*) FROM \(t) WHERE ") + condition
+        return try await read { connection in
+            let rows = try await Self.rows(connection, select.sql, select.arguments).map { try Self.decode($0).row }
+            guard query.includeCount else { return (rows, nil) }
+            let total = try await Self.rows(connection, count.sql, count.arguments).first?.decode(Int64.self) ?? 0
+            return (rows, Int(total))
+        }
+    }
+}
+
+extension JSONObject {
+    /// These members with `other`'s written over them (a PATCH): a member already here keeps
+    /// its place, a new one goes at the end.
+    func merging(_ other: JSONObject) -> JSONObject {
+        var merged = self
+        for (key, value) in other.members {
+            if let i = merged.members.firstIndex(where: { $0.key == key }) {
+                merged.members[i].value = value
+            } else {
+                merged.members.append((key: key, value: value))
+            }
+        }
+        return merged
+    }
+}
+
+/// Where a PostgreSQL storage connects, from a `postgres://` (or `postgresql://`) URL:
+/// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]`.
+struct PostgresLocation: Sendable, Equatable {
+    var host: String
+    var port: Int
+    var user: String
+    var password: String?
+    var database: String
+    /// The schema the tables live in (`public` by default).
+    var schema: String
+
+    /// Whether `text` is a PostgreSQL URL rather than a file path.
+    static func isURL(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        return lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://")
+    }
+
+    /// The URL without its password, to name the database in a message.
+    var display: String { "postgres://\(user)@\(host):\(port)/\(database)?schema=\(schema)" }
+
+    init(url text: String) throws(TableStorageError) {
+        func bad(_ why: String) -> TableStorageError {
+            TableStorageError(code: .badQuery, message: "not a PostgreSQL URL: \(why)")
+        }
+        guard Self.isURL(text), let schemeEnd = text.range(of: "://") else {
+            throw bad("expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]")
+        }
+        let rest = text[schemeEnd.upperBound...]
+        let (beforeQuery, query) = Self.split(rest, at: "?")
+        let (authority, path) = Self.split(beforeQuery, at: "/")
+        guard let at = authority.lastIndex(of: "@") else { throw bad("no user (USER@HOST)") }
+        let (userText, passwordText) = Self.split(authority[..<at], at: ":")
+        var (host, portText) = Self.split(authority[authority.index(after: at)...], at: ":")
+        if host.hasPrefix("[") {  // [IPv6]:PORT
+            guard let close = authority.lastIndex(of: "]"), close > at else { throw bad("an unclosed [ in the host") }
+            host = authority[authority.index(after: at)...close]
+            let after = authority[authority.index(after: close)...]
+            portText = after.hasPrefix(":") ? after.dropFirst() : nil
+        }
+        guard let user = userText.removingPercentEncoding, !user.isEmpty else { throw bad("no user (USER@HOST)") }
+        guard !host.isEmpty else { throw bad("no host") }
+        var port = 5432
+        if let portText {
+            guard let n = Int(portText), (1...65535).contains(n) else {
+                throw bad("the port '\(portText)' is not a number from 1 to 65535")
+            }
+            port = n
+        }
+        guard let database = path.flatMap({ $0.removingPercentEncoding }), !database.isEmpty, !database.contains("/")
+        else { throw bad("no database name (HOST/DATABASE)") }
+        var schema = "public"
+        for item in (query ?? "").split(separator: "&") {
+            let (name, value) = Self.split(item, at: "=")
+            switch (name, value) {
+            case ("schema", let value?):
+                guard Self.isIdentifier(String(value)) else {
+                    throw bad("the schema '\(value)' is not a name (letters, digits and _, at most 63)")
+                }
+                schema = String(value)
+            case ("sslmode", "disable"): break
+            default: throw bad("'\(name)' is not an option here (schema=NAME, sslmode=disable)")
+            }
+        }
+        self.host = String(host.hasPrefix("[") ? host.dropFirst().dropLast() : host)
+        self.port = port
+        self.user = user
+        self.password = passwordText.flatMap { $0.removingPercentEncoding }
+        self.database = database
+        self.schema = schema
+    }
+
+    /// `text` before the first `separator`, and after it (nil when there is none).
+    private static func split(_ text: Substring, at separator: Character) -> (Substring, Substring?) {
+        guard let i = text.firstIndex(of: separator) else { return (text, nil) }
+        return (text[..<i], text[text.index(after: i)...])
+    }
+
+    /// A lowercase-safe SQL identifier: a letter or `_`, then letters, digits or `_`.
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first, name.utf8.count <= 63, !(0x30...0x39).contains(first) else { return false }
+        return name.utf8.allSatisfy { b in
+            (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) || b == 0x5F
+        }
+    }
+}
