@@ -3,14 +3,16 @@ import Testing
 
 /// The seeded simulation (``Simulation``) over many seeds.
 ///
-/// `FLATLAND_SIM_SEEDS` (a count; 20 by default, so that `swift test` stays light) and `FLATLAND_SIM_SEED_START` (1 by default)
-/// choose the seeds; a failing seed is printed with the command that replays it alone. Thousands
-/// by hand: `FLATLAND_SIM_SEEDS=5000 swift test --skip-build --filter SimulationTests`.
+/// `FLATLAND_SIM_SEEDS` (a count; 20 by default, so that `swift test` stays light) and
+/// `FLATLAND_SIM_SEED_START` (1 by default) choose the seeds; a failing seed is printed with the
+/// command that replays it alone. Thousands by hand, alone, a few at a time:
+/// `FLATLAND_SIM_SEEDS=3000 FLATLAND_SIM_PARALLEL=4 swift test --skip-build --filter SimulationTests`.
 @Suite("Seeded simulation: devices writing offline, faults on the server, sync until quiet")
 struct SimulationTests {
     static let defaultSeeds = 20
 
-    /// Seeds run at once (`FLATLAND_SIM_PARALLEL`, 1 by default: more starves the timing-bound server tests running beside it).
+    /// Seeds run at once (`FLATLAND_SIM_PARALLEL`, 1 by default: more starves the timing-bound
+    /// server tests that run beside it in a whole `swift test`).
     static var parallel: Int {
         max(1, ProcessInfo.processInfo.environment["FLATLAND_SIM_PARALLEL"].flatMap { Int($0) } ?? 1)
     }
