@@ -1,7 +1,7 @@
 # Flatland: the two quick-start commands are `make demo` and `make test`.
 SWIFT ?= swift
 
-.PHONY: demo test deps build lint fuzz bench serve example
+.PHONY: demo demo-postgres test deps build lint fuzz bench serve example
 
 deps:
 	@./scripts/ensure-deps.sh
@@ -9,6 +9,22 @@ deps:
 ## The main job: start the sample server on loopback, run the example flow against it, show the store.
 demo: deps
 	$(SWIFT) run -c release flatland demo
+
+## The same demo with the table server's rows in PostgreSQL: $FLATLAND_DEMO_POSTGRES_URL, or a
+## throwaway cluster from scripts/postgres-test-cluster.sh (its last line of `start` is the URL).
+demo-postgres: deps
+	@url="$$FLATLAND_DEMO_POSTGRES_URL"; \
+	if [ -z "$$url" ] && [ -x scripts/postgres-test-cluster.sh ]; then \
+		url=$$(scripts/postgres-test-cluster.sh start | tail -n 1) || exit 1; \
+		trap 'scripts/postgres-test-cluster.sh stop' EXIT; \
+	fi; \
+	if [ -z "$$url" ]; then \
+		echo "demo-postgres: no PostgreSQL. Set FLATLAND_DEMO_POSTGRES_URL=postgres://USER@127.0.0.1:PORT/DB"; \
+		echo "  (a local server: apt-get install -y postgresql, then initdb and pg_ctl as the postgres user),"; \
+		echo "  or add scripts/postgres-test-cluster.sh (branch pg) to start a throwaway cluster."; \
+		exit 2; \
+	fi; \
+	$(SWIFT) run -c release flatland demo --tables-db "$$url"
 
 ## The whole test suite.
 test: deps

@@ -8,12 +8,14 @@ import Foundation
 
 /// `flatland demo`: the README's main job. Starts the sample server on loopback and runs the
 /// example SDK's flow against it with raw requests: register, me, devices page by page in any
-/// order, a partial fetch with `fields`; then shows the store, the collections and the tasks.
+/// order, a partial fetch with `fields`; then shows the store, the collections and the tasks; then
+/// two devices of one user on the embedded table server: offline edits, one conflict settled by a
+/// handler, and both ending equal to the server (``TwoDeviceDemo``).
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Start the sample server on loopback, run the example flow against it, and show the store, "
-            + "the collections and the task timings."
+        abstract: "Start the sample server on loopback, run the example flow against it, show the store, "
+            + "the collections and the task timings, then two devices syncing one table through a conflict."
     )
 
     @Option(help: "Users in the sample server's population.")
@@ -21,6 +23,13 @@ struct DemoCommand: AsyncParsableCommand {
 
     @Option(help: "Rounds of the short parse/ingest speed comparison at the end (0 skips it).")
     var rounds = 3
+
+    @Option(
+        help: ArgumentHelp(
+            "Where the table server of the two-device part keeps its rows: a SQLite file, or postgres://… "
+                + "(once the server speaks PostgreSQL); in memory by default.",
+            valueName: "path-or-url"))
+    var tablesDb: String?
 
     func run() async throws {
         section("1. The sample server on loopback")
@@ -36,6 +45,8 @@ struct DemoCommand: AsyncParsableCommand {
             throw error
         }
         await server.stop()
+        section("10. Two devices of one user, offline, one conflict, then in sync")
+        try await TwoDeviceDemo(tablesDB: tablesDb).run()
         if rounds > 0 { try speed() }
     }
 
@@ -135,7 +146,7 @@ struct DemoCommand: AsyncParsableCommand {
     private func speed() throws {
         let workload = Workload.seed(megabytes: 2)
         let bytes = workload.bytes
-        section("10. Parse and ingest speed on a 2 MB response (median of \(rounds) interleaved rounds)")
+        section("11. Parse and ingest speed on a 2 MB response (median of \(rounds) interleaved rounds)")
         let r = try Bench.measure(workload, rounds: rounds, only: ["parse", "ingest", "jsondecoder"])
         func mbps(_ s: Double?) -> String {
             s.map { formatted(Double(bytes.count) / 1e6 / $0, 1) + " MB/s" } ?? "-"

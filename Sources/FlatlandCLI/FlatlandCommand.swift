@@ -19,6 +19,7 @@ struct FlatlandCommand: AsyncParsableCommand {
             DemoCommand.self, BenchCommand.self, SQLiteBenchCommand.self, BenchHTTPCommand.self, TableBenchCommand.self,
             SyncBenchCommand.self, PersistStreamCommand.self, PersistAlongsideCommand.self, TableCommand.self,
             LocalCommand.self, SyncCommand.self,
+            BenchLoadCommand.self,
         ]
     )
 

@@ -1,0 +1,448 @@
+import Flatland
+import FlatlandHTTP
+import FlatlandJSON
+import FlatlandSQLite
+import FlatlandServer
+import FlatlandSync
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// SplitMix64: a generator whose whole sequence follows from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// True with probability `p`.
+    mutating func chance(_ p: Double) -> Bool { Double(next() >> 11) / Double(1 << 53) < p }
+}
+
+/// A count that a `@Sendable` closure can raise.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    var count: Int { value.withLock { $0 } }
+    func add(_ n: Int = 1) { value.withLock { $0 += n } }
+}
+
+/// The requests a device sent and the statuses they got (nil: no answer), in order. Its filter
+/// also asks for a fresh connection per request, so a lost response is seen at once as a
+/// closed connection (on a reused one it shows only when the wait times out).
+final class WireLog: Sendable {
+    struct Entry: Sendable {
+        var method: HTTPMethod
+        var status: Int?
+    }
+
+    private let entries = Mutex<[Entry]>([])
+
+    /// Takes the entries logged so far.
+    func drain() -> [Entry] {
+        entries.withLock { taken in
+            defer { taken = [] }
+            return taken
+        }
+    }
+
+    var filter: ClosureFilter {
+        ClosureFilter { request, next in
+            var request = request
+            request.headers["Connection"] = "close"
+            do {
+                let response = try await next(request)
+                self.entries.withLock { $0.append(Entry(method: request.method, status: response.status)) }
+                return response
+            } catch {
+                self.entries.withLock { $0.append(Entry(method: request.method, status: nil)) }
+                throw error
+            }
+        }
+    }
+}
+
+/// One simulated device: its own SQLite store, the shared user, the `todoitem` table.
+final class SimDevice: Sendable {
+    let number: Int
+    let session: Session
+    let sync: SyncContext
+    let table: OfflineTable
+    let wire = WireLog()
+    let directory: String
+
+    init(number: Int, port: Int, retry: RetryPolicy = .none) throws {
+        self.number = number
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("flatland-sim-\(UUID())").path
+        let environment = try Environment(
+            name: "sim", baseURL: URL(string: "http://127.0.0.1:\(port)")!, allowInsecureHTTP: true)
+        var configuration = Backend.Configuration()
+        configuration.addTableHeaders(protocol: .v2)
+        configuration.filters.append(wire.filter)
+        configuration.timeout = 10
+        configuration.retryPolicy = retry
+        session = try Session(
+            user: "sim", environment: environment, registry: try EntityRegistry([TodoItem.self]),
+            storage: .persistent(SQLitePersistence.sessionStorage(in: directory)), configuration: configuration)
+        sync = try SyncContext(session: session, options: TableOptions(protocol: .v2))
+        table = sync.table("todoitem")
+    }
+
+    /// The local rows: id → (text, version).
+    func rows() -> [String: SimRow] {
+        var rows: [String: SimRow] = [:]
+        for row in table.rows() {
+            guard let id = row.text("id") else { continue }
+            rows[id] = SimRow(text: row.text("text"), version: row.text("version"))
+        }
+        return rows
+    }
+
+    func close() async {
+        await session.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// A row as the simulation compares it.
+struct SimRow: Hashable, CustomStringConvertible {
+    var text: String?
+    var version: String?
+    var description: String { "\(text ?? "nil")@\(version ?? "nil")" }
+}
+
+/// What one seed did, counted.
+struct SimulationReport: Hashable {
+    var seeds = 0
+    var localWrites = 0
+    var pushes = 0
+    var pulls = 0
+    var operationsSent = 0
+    var conflicts = 0
+    /// Faults a request actually took, by kind.
+    var lostResponses = 0
+    var serverErrors = 0
+    var unavailable = 0
+    var dropsMidPage = 0
+    var faults: Int { lostResponses + serverErrors + unavailable + dropsMidPage }
+
+    static func += (a: inout SimulationReport, b: SimulationReport) {
+        a.seeds += b.seeds
+        a.localWrites += b.localWrites
+        a.pushes += b.pushes
+        a.pulls += b.pulls
+        a.operationsSent += b.operationsSent
+        a.conflicts += b.conflicts
+        a.lostResponses += b.lostResponses
+        a.serverErrors += b.serverErrors
+        a.unavailable += b.unavailable
+        a.dropsMidPage += b.dropsMidPage
+    }
+
+    var summary: String {
+        "\(seeds) seeds: \(localWrites) local writes, \(operationsSent) operations sent in \(pushes) pushes, "
+            + "\(pulls) pulls, \(conflicts) conflicts settled by the handler; \(faults) faults injected "
+            + "(\(lostResponses) lost responses, \(serverErrors) 500s, \(unavailable) 503s with Retry-After, "
+            + "\(dropsMidPage) pages cut mid-body)"
+    }
+}
+
+/// A seed whose end state broke a rule; it names the seed and how to replay it.
+struct SimulationFailure: Error, CustomStringConvertible {
+    var seed: UInt64
+    var message: String
+    var description: String {
+        "simulation seed \(seed) failed: \(message)\n  replay: FLATLAND_SIM_SEED_START=\(seed) FLATLAND_SIM_SEEDS=1 "
+            + "swift test --skip-build --filter SimulationTests"
+    }
+}
+
+/// The seeded simulation: 2–3 devices of one user write offline (inserts, updates and deletes,
+/// the same rows among them), then sync (push, then pull) with faults injected on the server,
+/// then sync without faults until quiet. Every choice comes from the seed.
+///
+/// The model keeps, per row, each write's unique value and what the server acknowledged: an
+/// acknowledged write may be replaced on the server only by a write sent after it (one whose
+/// answer may have been lost counts), never lost. At the end every device's rows equal the
+/// server's (text and version), no queue holds anything, no row is duplicated, and every 409 or
+/// 412 the server answered a push went to the conflict handler, unless it was the device's own
+/// earlier write coming back (a lost response, proven equal by the library).
+struct Simulation {
+    enum Event {
+        case acknowledged(String?)
+        case attempted(String?)
+    }
+
+    let seed: UInt64
+    private var random: SplitMix64
+    private let clientWins: Bool
+    private var report = SimulationReport(seeds: 1)
+    private var history: [String: [Event]] = [:]
+    /// Every value a device wrote, with its row.
+    private var written: [String: String] = [:]
+    private var nextValue = 0
+    private var nextRow = 0
+
+    static let faultRounds = 4
+    static let quietRounds = 12
+
+    init(seed: UInt64) {
+        self.seed = seed
+        random = SplitMix64(seed: seed)
+        clientWins = random.next() & 1 == 0
+    }
+
+    /// Runs the seed; throws ``SimulationFailure`` when a rule is broken.
+    static func run(seed: UInt64) async throws -> SimulationReport {
+        var simulation = Simulation(seed: seed)
+        return try await simulation.run()
+    }
+
+    private mutating func fail(_ message: String) -> SimulationFailure {
+        SimulationFailure(seed: seed, message: message + " (conflict rule: \(clientWins ? "client" : "server") wins)")
+    }
+
+    private mutating func run() async throws -> SimulationReport {
+        let server = SampleServer(
+            configuration: .init(population: .init(users: 1, sessions: 1), tables: TableServing()))
+        let port = try await server.start()
+        var devices: [SimDevice] = []
+        do {
+            let count = 2 + Int(random.next() % 2)
+            for n in 0..<count { devices.append(try SimDevice(number: n + 1, port: port)) }
+            let conflicts = Counter()
+            let rule: ConflictResolution = clientWins ? .clientWins : .serverWins
+            let handler: ConflictHandler = { _ in
+                conflicts.add()
+                return rule
+            }
+            for _ in 0..<Simulation.faultRounds {
+                for device in devices { try writeOffline(device) }
+                for device in shuffled(devices) {
+                    try await syncStep(device, server: server, faults: true, handler: handler, conflicts: conflicts)
+                }
+            }
+            var quiet = false
+            for _ in 0..<Simulation.quietRounds where !quiet {
+                var sent = 0
+                for device in devices {
+                    sent += try await syncStep(
+                        device, server: server, faults: false, handler: handler, conflicts: conflicts)
+                }
+                quiet = sent == 0
+            }
+            guard quiet else { throw fail("not quiet after \(Simulation.quietRounds) rounds without faults") }
+            report.conflicts = conflicts.count
+            try await check(devices, port: port)
+        } catch {
+            for device in devices { await device.close() }
+            await server.stop()
+            throw error
+        }
+        for device in devices { await device.close() }
+        await server.stop()
+        return report
+    }
+
+    private mutating func shuffled(_ devices: [SimDevice]) -> [SimDevice] {
+        var devices = devices
+        devices.shuffle(using: &random)
+        return devices
+    }
+
+    private mutating func value(_ device: SimDevice, row: String) -> String {
+        nextValue += 1
+        let value = "d\(device.number)-w\(nextValue)"
+        written[value] = row
+        return value
+    }
+
+    /// A few random local writes, offline: inserts, updates and deletes of any row it has.
+    private mutating func writeOffline(_ device: SimDevice) throws {
+        for _ in 0..<Int(random.next() % 6) {
+            let ids = device.table.rows().compactMap { $0.text("id") }.sorted()
+            let roll = random.next() % 100
+            if ids.isEmpty || roll < 35 {
+                nextRow += 1
+                let id = "s\(seed)-d\(device.number)-r\(nextRow)"
+                try device.table.insert(["id": .string(id), "text": .string(value(device, row: id))])
+            } else if roll < 80 {
+                let id = ids[Int(random.next() % UInt64(ids.count))]
+                try device.table.update(["id": .string(id), "text": .string(value(device, row: id))])
+            } else {
+                try device.table.delete(ids[Int(random.next() % UInt64(ids.count))])
+            }
+            report.localWrites += 1
+        }
+    }
+
+    /// Queues zero to two random faults for the device's next requests.
+    private mutating func injectFaults(_ server: SampleServer) {
+        let writes = ["POST", "PATCH", "DELETE"]
+        if random.chance(0.3) {
+            server.tableFaults.inject(.loseResponse, method: writes[Int(random.next() % 3)])
+        }
+        if random.chance(0.2) {
+            server.tableFaults.inject(.fail(status: 500), method: writes[Int(random.next() % 3)])
+        }
+        if random.chance(0.15) {
+            let fault = TableFaults.Fault.fail(status: 503, retryAfter: "0")
+            server.tableFaults.inject(fault, method: random.chance(0.5) ? "GET" : writes[Int(random.next() % 3)])
+        }
+        if random.chance(0.25) {
+            // Skips the first few GETs sometimes, so the cut page is not always the first.
+            let skip = Int(random.next() % 3)
+            if skip > 0 { server.tableFaults.inject(.delay(.zero), method: "GET", times: skip) }
+            server.tableFaults.inject(.dropMidBody(afterBytes: nil), method: "GET")
+        }
+    }
+
+    /// One device meets the server: operations refused because the row is gone are dropped
+    /// (a delete elsewhere wins) and the row reconciled away; then push, then pull when the
+    /// queue is empty. Returns how many operations the push sent.
+    @discardableResult
+    private mutating func syncStep(
+        _ device: SimDevice, server: SampleServer, faults: Bool, handler: @escaping ConflictHandler,
+        conflicts: Counter
+    ) async throws -> Int {
+        let gone = try device.sync.failedOperations().filter { $0.status == 404 || $0.status == 410 }
+        for operation in gone { try device.sync.cancel(operation.sequence) }
+        if !gone.isEmpty { _ = try await device.table.reconcile(by: .listing) }
+        _ = device.wire.drain()
+
+        if faults { injectFaults(server) }
+        defer { server.tableFaults.reset() }
+        let before = device.rows()
+        let handled = conflicts.count
+        let pushed = await device.sync.push(onConflict: handler)
+        report.pushes += 1
+        report.operationsSent += pushed.outcomes.count
+        let wire = device.wire.drain()
+        for outcome in pushed.outcomes {
+            let value = outcome.kind == .delete ? nil : before[outcome.id]?.text
+            switch outcome.result {
+            case .ok:
+                history[outcome.id, default: []].append(.acknowledged(value))
+            case .resolved:
+                if clientWins { history[outcome.id, default: []].append(.acknowledged(value)) }
+            case .error where outcome.status == nil:
+                history[outcome.id, default: []].append(.attempted(value))
+            case .error, .conflict:
+                break
+            }
+        }
+        // Every 409/412 a write got went to the handler, or was the device's own write back.
+        let writeConflicts = wire.filter { $0.method != .get && ($0.status == 409 || $0.status == 412) }.count
+        let ownWrites = pushed.outcomes.filter { $0.result == .ok && ($0.status == 409 || $0.status == 412) }.count
+        let toHandler = conflicts.count - handled
+        if writeConflicts != toHandler + ownWrites {
+            throw fail(
+                "device \(device.number): the server answered \(writeConflicts) conflicts, the handler saw "
+                    + "\(toHandler), \(ownWrites) were the device's own writes: \(pushed.outcomes)")
+        }
+        if pushed.outcomes.contains(where: { $0.result == .conflict }) {
+            throw fail("device \(device.number): a conflict was left unsettled: \(pushed.outcomes)")
+        }
+        if try device.sync.operations().isEmpty {
+            report.pulls += 1
+            do {
+                _ = try await device.table.pull(queryID: "all", pageSize: 5)
+            } catch {
+                // A cut page or a 5xx: the next round resumes from the last whole page.
+                guard faults else { throw fail("device \(device.number): a pull without faults failed: \(error)") }
+            }
+        }
+        countFaults(wire + device.wire.drain())
+        return pushed.outcomes.count
+    }
+
+    /// Counts the faults requests took, as the wire shows them: a write without an answer is a
+    /// lost response, a GET without a whole answer a cut page, a 500 or a 503 that status.
+    private mutating func countFaults(_ wire: [WireLog.Entry]) {
+        for entry in wire {
+            switch entry.status {
+            case nil where entry.method == .get: report.dropsMidPage += 1
+            case nil: report.lostResponses += 1
+            case 500?: report.serverErrors += 1
+            case 503?: report.unavailable += 1
+            default: break
+            }
+        }
+    }
+
+    /// The end state: every rule of the model.
+    private mutating func check(_ devices: [SimDevice], port: Int) async throws {
+        let server = try await Simulation.serverRows(port: port)
+        var ids = Set<String>()
+        for (id, _) in server where !ids.insert(id).inserted { throw fail("row \(id) is on the server twice") }
+        let rows = Dictionary(server, uniquingKeysWith: { a, _ in a })
+        for device in devices {
+            let queue = try device.sync.operations()
+            if !queue.isEmpty { throw fail("device \(device.number) still has \(queue.count) operations queued") }
+            let local = device.rows()
+            if local != rows {
+                let differing = Set(local.keys).union(rows.keys).filter { local[$0] != rows[$0] }.sorted()
+                throw fail(
+                    "device \(device.number) differs from the server on "
+                        + differing.prefix(5).map {
+                            "\($0): local \(local[$0]?.description ?? "none"), server \(rows[$0]?.description ?? "none")"
+                        }
+                        .joined(separator: "; "))
+            }
+        }
+        for id in Set(rows.keys).union(history.keys).sorted() {
+            let now = rows[id]?.text
+            if let now, written[now] != id { throw fail("row \(id) holds \(now), which no device wrote to it") }
+            let events = history[id] ?? []
+            // A soft delete is for good: a later update of the row (which a v2 server accepts)
+            // leaves it deleted. A delete whose answer was lost may have been applied.
+            let deleteAcknowledged = events.contains { if case .acknowledged(nil) = $0 { true } else { false } }
+            let deleteAttempted = events.contains { if case .attempted(nil) = $0 { true } else { false } }
+            let lastAck = events.lastIndex { if case .acknowledged = $0 { true } else { false } }
+            var allowed: [String?] = []
+            if deleteAcknowledged {
+                allowed = [nil]
+            } else {
+                if let lastAck, case .acknowledged(let value) = events[lastAck] {
+                    allowed.append(value)
+                } else {
+                    allowed.append(nil)
+                }
+                for event in events[((lastAck ?? -1) + 1)...] {
+                    if case .attempted(let value) = event { allowed.append(value) }
+                }
+                if deleteAttempted { allowed.append(nil) }
+            }
+            if !allowed.contains(now) {
+                throw fail(
+                    "row \(id) is \(now ?? "absent") on the server; acknowledged and later writes allow only "
+                        + "\(allowed.map { $0 ?? "absent" })")
+            }
+        }
+    }
+
+    /// The server's rows (deleted ones aside) as its API lists them, read without the library.
+    static func serverRows(port: Int) async throws -> [(String, SimRow)] {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/tables/todoitem?$top=1000")!)
+        request.setValue("2.0.0", forHTTPHeaderField: "ZUMO-API-VERSION")
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let (data, _) = try await session.data(for: request)
+        guard case .array(let items) = try JSONValue(parsing: Array(data)) else {
+            throw SimulationFailure(seed: 0, message: "the server's listing is not an array")
+        }
+        return items.compactMap { item -> (String, SimRow)? in
+            guard case .object(let row) = item, let id = row.text("id") else { return nil }
+            return (id, SimRow(text: row.text("text"), version: row.text("version")))
+        }
+    }
+}
