@@ -227,7 +227,7 @@ final class PostgresTableStorage: TableStorage {
     func insert(_ table: String, id: String, fields: JSONObject, owner: String?, idempotency: TableIdempotency?)
         async throws(TableStorageError) -> TableRow
     {
-        try await keyed(idempotency) { connection in
+        try await keyed(idempotency) { [self] connection in
             func exists() async throws -> TableStorageError {
                 let existing = try await fetchOwned(connection, table, id: id)
                 // Another owner's row is not shown: only that the id is taken.
@@ -357,7 +357,7 @@ final class PostgresTableStorage: TableStorage {
         _ table: String, id: String, expectedVersion: Int64?, allowDeleted: Bool, owner: String?,
         idempotency: TableIdempotency?, remove: Bool = false, _ change: @escaping @Sendable (inout TableRow) -> Void
     ) async throws(TableStorageError) -> TableRow {
-        try await keyed(idempotency) { connection in
+        try await keyed(idempotency) { [self] connection in
             guard let found = try await fetchOwned(connection, table, id: id),
                 owner == nil || found.owner == owner
             else { throw TableStorageError(code: .notFound, message: "The item does not exist") }
