@@ -72,8 +72,11 @@ struct BenchCommand: ParsableCommand {
             log.write("measuring streaming memory (1 MB and 100 MB in 64 KiB chunks)...\n")
             streaming = try StreamingMemory.measure()
         }
-        let report = BenchReport(
+        log.write("measuring collection memory (1,000,000 positions over 1,000 ids)...\n")
+        let collections = try CollectionMemory.measure()
+        var report = BenchReport(
             rounds: rounds, results: results, streaming: streaming, missing: real.missing, dataDirectory: data)
+        report.collectionBytesPerPosition = collections?.bytesPerPosition
         if json {
             print(report.json())
         } else {

@@ -8,6 +8,9 @@ struct BenchReport {
     var streaming: StreamingMemory.Result?
     var missing: [String]
     var dataDirectory: String
+    /// Heap bytes a store's collections hold per position (``CollectionMemory``), all
+    /// collections together; nil where it cannot be measured.
+    var collectionBytesPerPosition: Double?
 
     static var machine: String {
         let cpu =
@@ -53,6 +56,10 @@ struct BenchReport {
                 "Streaming ingest, 64 KiB chunks, nothing kept: peak RSS \(formatted(s.peakRSSMegabytes1MB, 1)) MB for 1 MB, "
                     + "\(formatted(s.peakRSSMegabytes100MB, 1)) MB for 100 MB "
                     + "(difference \(formatted(s.peakRSSMegabytes100MB - s.peakRSSMegabytes1MB, 1)) MB).")
+        }
+        if let bytes = collectionBytesPerPosition {
+            lines.append(
+                "Collections: \(formatted(bytes, 2)) heap bytes per position (1,000,000 positions over 1,000 ids).")
         }
         if !missing.isEmpty { lines.append("Not found in \(dataDirectory): \(missing.joined(separator: ", ")).") }
         lines.append("")
@@ -146,6 +153,7 @@ struct BenchReport {
             "datasets": .object(datasets),
             "missing": .array(missing.map { .string($0) }),
         ]
+        root["collection_bytes_per_position"] = number(collectionBytesPerPosition)
         if let s = streaming {
             root["streaming"] = .object([
                 "peak_rss_mb_1mb": number(s.peakRSSMegabytes1MB),
