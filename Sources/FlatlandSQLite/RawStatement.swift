@@ -89,6 +89,8 @@ struct RawStatement {
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
 
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+
     /// An integer column that may be NULL.
     func optionalInt(_ column: Int32) -> Int? {
         sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : int(column)

@@ -498,7 +498,7 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         }
         for collection in batch.collections {
             try write(collection, db)
-            bytes += 64 + collection.items.count * 48
+            bytes += 64 + collection.count * 4
         }
         for id in batch.removedCollections {
             if let seq = try RawStatement.one(db, "SELECT seq FROM collections WHERE id = ?", [id], { $0.int64(0) }) {
@@ -515,26 +515,21 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             return touched
         }
         let upsert = """
-            INSERT INTO collections (id, display, kind, total, length, touched) VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO collections (id, display, kind, total, length, touched, items) VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET display = excluded.display, kind = excluded.kind,
-                total = excluded.total, length = excluded.length, touched = excluded.touched
+                total = excluded.total, length = excluded.length, touched = excluded.touched, items = excluded.items
+            RETURNING seq
             """
-        try RawStatement.execute(
+        let row = try RawStatement.one(
             db, upsert,
             [
                 collection.id, collection.displayIdentifier, collection.kind.rawValue, collection.total,
-                collection.items.count, stamp,
-            ])
-        let seq =
-            try RawStatement.one(db, "SELECT seq FROM collections WHERE id = ?", [collection.id]) { $0.int64(0) } ?? 0
-        try RawStatement.execute(db, "DELETE FROM collection_items WHERE seq = ?", [seq])
-        let item = try RawStatement(db, sql: "INSERT INTO collection_items (seq, position, item) VALUES (?, ?, ?)")
-        defer { item.reset() }
-        for (position, id) in collection.items.enumerated() {
-            guard let id else { continue }
-            item.bind([seq, position, id])
-            try item.run()
-        }
+                collection.count, stamp, CollectionItemsBlob.encode(collection.positions),
+            ]
+        ) { $0.int64(0) }
+        // Rows of the format before the blob, if this collection was written then (one seek
+        // into an empty range otherwise).
+        if let seq = row { try RawStatement.execute(db, "DELETE FROM collection_items WHERE seq = ?", [seq]) }
     }
 
     /// The fields and present keys of each record as stored. A big batch is encoded on every

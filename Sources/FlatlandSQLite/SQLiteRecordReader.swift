@@ -104,7 +104,7 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         }
     }
 
-    static let collectionColumns = "seq, id, display, kind, total, length"
+    static let collectionColumns = "seq, id, display, kind, total, length, items"
 
     /// A collection row, before its items are read.
     struct CollectionRow {
@@ -114,6 +114,8 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         var kind: String
         var total: Int?
         var length: Int
+        /// The positions' blob (`CollectionItemsBlob`); nil for a collection written before it.
+        var blob: [UInt8]?
 
         init(_ row: RawStatement) {
             seq = row.int64(0)
@@ -122,17 +124,29 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
             kind = row.text(3)
             total = row.optionalInt(4)
             length = row.int(5)
+            blob = row.isNull(6) ? nil : row.bytes(6)
         }
     }
 
     /// The collection of a row, with its items.
     static func collection(_ db: Database, _ row: CollectionRow) throws -> EntityCollection {
+        let kind = EntityCollection.Kind(rawValue: row.kind) ?? .task
+        if let blob = row.blob {
+            guard let positions = CollectionItemsBlob.decode(blob), positions.count == row.length else {
+                // (Mapped to SQLiteStoreError.corrupt, with the file's path, by the reader.)
+                throw DatabaseError(
+                    resultCode: .SQLITE_CORRUPT,
+                    message: "collection \(row.id): its items blob is damaged (\(blob.count) bytes)")
+            }
+            return EntityCollection(
+                id: row.id, displayIdentifier: row.display, kind: kind, positions: positions, total: row.total)
+        }
+        // Written before schema version 3: a row per position.
         var items = [String?](repeating: nil, count: max(row.length, 0))
         let positioned = try RawStatement.all(
             db, "SELECT position, item FROM collection_items WHERE seq = ?", [row.seq]
         ) { ($0.int(0), $0.text(1)) }
         for (position, item) in positioned where position >= 0 && position < items.count { items[position] = item }
-        let kind = EntityCollection.Kind(rawValue: row.kind) ?? .task
         return EntityCollection(id: row.id, displayIdentifier: row.display, kind: kind, items: items, total: row.total)
     }
 

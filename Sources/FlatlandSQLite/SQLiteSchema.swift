@@ -61,6 +61,13 @@ enum SQLiteSchema {
                 CREATE TABLE type_counts (type TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID;
                 INSERT INTO type_counts (type, count) SELECT type, count(*) FROM entities GROUP BY type;
                 """),
+        // A collection's positions in one blob (`CollectionItemsBlob`) instead of a row each:
+        // a large page, or a paginated endpoint rewritten page after page, wrote every position
+        // as a row. Collections written before keep their rows (items NULL) and are read from
+        // them until they are written again.
+        Migration(
+            name: "v3-collection-items-blob",
+            sql: "ALTER TABLE collections ADD COLUMN items BLOB;"),
     ]
 
     /// The schema version this build writes.

@@ -166,8 +166,8 @@ struct FileTests {
         try queue.close()
 
         let persistence = try SQLitePersistence(path: path)
-        #expect(persistence.appliedMigrations == ["v2-index-by-type-and-counts"])
-        #expect(try persistence.schemaVersion() == 2)
+        #expect(persistence.appliedMigrations == ["v2-index-by-type-and-counts", "v3-collection-items-blob"])
+        #expect(try persistence.schemaVersion() == 3)
         let store = Store(registry: try registry(), persistence: persistence)
         // The new table was filled from the old rows.
         #expect(store.countsByPrefix == ["pf": 3, "x": 1])

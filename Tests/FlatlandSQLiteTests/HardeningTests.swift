@@ -167,7 +167,10 @@ struct ReadOnlyTests {
         }
         #expect(error?.code == .readOnly)
         // It opens (and upgrades) read-write.
-        #expect(try SQLitePersistence(path: path).appliedMigrations == ["v2-index-by-type-and-counts"])
+        #expect(
+            try SQLitePersistence(path: path).appliedMigrations == [
+                "v2-index-by-type-and-counts", "v3-collection-items-blob",
+            ])
     }
 
     @Test func aCreateThatCannotWorkLeavesNoFile() throws {

@@ -15,21 +15,20 @@ extension PendingBatch {
                 id: newID(prefix: "c"), displayIdentifier: endpoint, kind: .endpoint, items: [], total: nil)
         guard let slice else {
             if selectsFields, existing != nil { return collection }
-            collection.items = taskItems
+            collection.positions = CollectionPositions(distinct: taskItems)
             collection.total = taskItems.count
             return collection
         }
+        var lookup = collection.positions.makeLookup()
         for item in slice.items {
-            let position = slice.offset + item.index
-            if collection.items.count <= position {
-                collection.items.append(contentsOf: repeatElement(nil, count: position + 1 - collection.items.count))
-            }
-            collection.items[position] = item.id
+            collection.positions.set(item.id, at: slice.offset + item.index, lookup: &lookup)
         }
         if let total = slice.total {
             collection.total = total
-            if collection.items.count > total { collection.items.removeSubrange(total...) }
+            collection.positions.truncate(to: total)
         }
+        // (Overwritten or dropped positions may leave ids no position holds.)
+        collection.positions.compact()
         return collection
     }
 }

@@ -109,9 +109,7 @@ extension Store {
         let gone = Set(staged.changes.removed)
         for var collection in contents.orderedCollections(kind: nil)
         where !staged.removedCollections.contains(collection.id) {
-            let before = collection.items.count
-            collection.items.removeAll { $0.map(gone.contains) ?? false }
-            let removed = before - collection.items.count
+            let removed = collection.positions.remove(gone)
             guard removed > 0 else { continue }
             if let total = collection.total { collection.total = max(0, total - removed) }
             staged.collections.append(collection)
@@ -172,7 +170,7 @@ extension Store {
     ) {
         let task = EntityCollection(
             id: newID(prefix: "c"), displayIdentifier: ingest.taskID ?? newID(prefix: "t"), kind: .task,
-            items: batch.taskItems, total: batch.taskItems.count)
+            positions: CollectionPositions(distinct: batch.taskItems), total: batch.taskItems.count)
         staged.collections.append(task)
         staged.taskCollection = task
         if let endpoint = ingest.endpoint {

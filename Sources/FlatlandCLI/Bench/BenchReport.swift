@@ -175,6 +175,7 @@ struct BenchReport {
             // Issue 25 item 2's figure (see `collectionBytesPerPosition`).
             "collection_bytes_per_position": number(collectionBytesPerPosition),
         ]
+        root["collection_bytes_per_position"] = number(collectionBytesPerPosition)
         if let s = streaming {
             root["streaming"] = .object([
                 "peak_rss_mb_1mb": number(s.peakRSSMegabytes1MB),

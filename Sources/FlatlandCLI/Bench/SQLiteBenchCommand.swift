@@ -30,6 +30,12 @@ struct SQLiteBenchCommand: ParsableCommand {
     @Option(help: "Keep (and reuse) the large file here instead of a temporary one.")
     var largeFile: String?
 
+    @Option(help: "Commits of one 50-row page each for the per-commit cost (0 skips it).")
+    var smallCommits = 200
+
+    @Flag(help: "Print one JSON object instead of text (sqlite_vs_memory and the rest).")
+    var json = false
+
     func run() throws {
         let log = FileHandleOutput.standardError
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -68,18 +74,51 @@ struct SQLiteBenchCommand: ParsableCommand {
         }
         let memoryRate = Double(count) / Bench.median(memory)
         let persistedRate = Double(count) / Bench.median(persisted)
-        print("seed-\(seedSize)MB: \(count) entities, \(workload.bytes.count) bytes")
-        print(
-            "  in-memory ingest: \(formatted(memoryRate / 1e3, 1))k entities/s (\(formatted(Bench.median(memory), 3)) s)"
-        )
-        print(
-            "  SQLite ingest:    \(formatted(persistedRate / 1e3, 1))k entities/s (\(formatted(Bench.median(persisted), 3)) s)"
-        )
-        print("  ratio SQLite/in-memory: \(formatted(persistedRate / memoryRate, 2))")
-        print(
+        let closedRate = Double(count) / Bench.median(withClose)
+        var root: JSONObject = [
+            "dataset": .string("seed-\(seedSize)MB"),
+            "bytes": Self.number(Double(workload.bytes.count)),
+            "entities": Self.number(Double(count)),
+            "rounds": Self.number(Double(rounds)),
+            "memory_entities_per_s": Self.number(memoryRate),
+            "sqlite_entities_per_s": Self.number(persistedRate),
+            "sqlite_vs_memory": Self.number(persistedRate / memoryRate),
+            "sqlite_cpu_s": Self.number(Bench.median(persistedCPU)),
+            "sqlite_with_close_entities_per_s": Self.number(closedRate),
+            "sqlite_with_close_vs_memory": Self.number(closedRate / memoryRate),
+        ]
+        var lines = [
+            "seed-\(seedSize)MB: \(count) entities, \(workload.bytes.count) bytes",
+            "  in-memory ingest: \(formatted(memoryRate / 1e3, 1))k entities/s (\(formatted(Bench.median(memory), 3)) s)",
+            "  SQLite ingest:    \(formatted(persistedRate / 1e3, 1))k entities/s (\(formatted(Bench.median(persisted), 3)) s)",
+            "  ratio SQLite/in-memory (sqlite_vs_memory): \(formatted(persistedRate / memoryRate, 2))",
             "  SQLite ingest CPU time \(formatted(Bench.median(persistedCPU), 3)) s; ingest then close "
-                + "(every checkpoint done): \(formatted(Double(count) / Bench.median(withClose) / 1e3, 1))k entities/s, "
-                + "ratio \(formatted(Double(count) / Bench.median(withClose) / memoryRate, 2))")
+                + "(every checkpoint done): \(formatted(closedRate / 1e3, 1))k entities/s, "
+                + "ratio \(formatted(closedRate / memoryRate, 2))",
+        ]
+        if smallCommits > 0 {
+            log.write("measuring \(smallCommits) commits of one 50-row page each...\n")
+            let small = try Self.smallCommits(smallCommits, registry: registry, directory: directory)
+            root["small_commits"] = .object([
+                "commits": Self.number(Double(smallCommits)),
+                "rows_per_commit": Self.number(50),
+                "memory_ms_per_commit": Self.number(small.memory * 1e3),
+                "sqlite_ms_per_commit": Self.number(small.sqlite * 1e3),
+                "sqlite_ms_per_commit_first_tenth": Self.number(small.sqliteFirst * 1e3),
+                "sqlite_ms_per_commit_last_tenth": Self.number(small.sqliteLast * 1e3),
+            ])
+            lines.append(
+                "pages of 50 rows, one commit each (\(smallCommits) pages into one growing endpoint list): "
+                    + "in memory \(formatted(small.memory * 1e3, 3)) ms, SQLite \(formatted(small.sqlite * 1e3, 3)) ms "
+                    + "per commit (SQLite: first tenth \(formatted(small.sqliteFirst * 1e3, 3)) ms, "
+                    + "last tenth \(formatted(small.sqliteLast * 1e3, 3)) ms)")
+        }
+        if json {
+            // The cold open is not part of the JSON output: it is a separate question.
+            print(JSONValue.object(root).jsonString(pretty: true))
+            return
+        }
+        for line in lines { print(line) }
 
         guard entities > 0 else { return }
         let small = directory + "/small.sqlite"
@@ -121,6 +160,57 @@ struct SQLiteBenchCommand: ParsableCommand {
                     + "one lookup by id \(formatted(Bench.median(lookups) * 1e3, 2)) ms (medians of \(rounds)), "
                     + "records loaded by the lookup: \(loads)")
         }
+    }
+
+    static func number(_ value: Double) -> JSONValue {
+        guard let v = BenchReport.reported(value), let n = JSONNumber(v) else { return .null }
+        return .number(n)
+    }
+
+    /// Mean seconds per commit of `commits` pages of 50 users each into one endpoint's list (as
+    /// an offline pull commits them), in memory and into a SQLite file; and for SQLite the mean
+    /// of the first and of the last tenth of the commits, to show whether a commit's cost grows
+    /// with the list.
+    static func smallCommits(_ commits: Int, registry: EntityRegistry, directory: String) throws -> (
+        memory: Double, sqlite: Double, sqliteFirst: Double, sqliteLast: Double
+    ) {
+        let pages = (0..<commits).map { page in
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("offset")
+            w.number(page * 50)
+            w.key("total")
+            w.number(commits * 50)
+            w.key("data")
+            w.beginArray()
+            for i in page * 50..<(page + 1) * 50 {
+                w.beginObject()
+                w.key("uuid")
+                w.string("u-page-\(i)")
+                w.key("firstname")
+                w.string("User \(i)")
+                w.key("email")
+                w.string("user\(i)@example.com")
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+            return w.bytes
+        }
+        func commitAll(_ store: Store) throws -> [Double] {
+            try pages.enumerated().map { (page, bytes) in
+                try Bench.time { try store.ingest(bytes, endpoint: "/users?offset=\(page * 50)&count=50") }
+            }
+        }
+        let memory = try commitAll(Store(registry: registry))
+        let path = directory + "/small-commits.sqlite"
+        let persistence = try SQLitePersistence(path: path)
+        let sqlite = try commitAll(Store(registry: registry, persistence: persistence))
+        persistence.close()
+        try SQLitePersistence.removeFiles(atPath: path)
+        func mean(_ values: ArraySlice<Double>) -> Double { values.reduce(0, +) / Double(max(values.count, 1)) }
+        let tenth = max(1, commits / 10)
+        return (mean(memory[...]), mean(sqlite[...]), mean(sqlite.prefix(tenth)), mean(sqlite.suffix(tenth)))
     }
 
     static func ingest(_ bytes: [UInt8], into store: Store) throws -> Int {
