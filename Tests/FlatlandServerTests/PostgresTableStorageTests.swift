@@ -105,7 +105,8 @@ struct PostgresTableStorageTests {
         }
         let storage = try PostgresTableStorage(url: url)
         try await storage.prepare(tables)
-        let row = try await storage.insert("diary-2", id: "d", fields: JSONObject(), owner: "u1")
+        let row = try await storage.insert(
+            "diary-2", id: "d", fields: JSONObject(), owner: "u1", idempotency: nil)
         // Again, with one more table: the rows stay, the new table is there.
         try await storage.prepare(tables + [TableDefinition(name: "notes")])
         #expect(try await storage.row("diary-2", id: "d", owner: "u1") == row)

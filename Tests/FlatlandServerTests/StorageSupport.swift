@@ -93,8 +93,32 @@ extension SampleServer.Configuration {
 
 /// The calls of tests that do not care about owners.
 extension TableStorage {
+    // The writes without an idempotency key, as most tests make them.
+    func insert(_ table: String, id: String, fields: JSONObject, owner: String?) async throws(TableStorageError)
+        -> TableRow
+    {
+        try await insert(table, id: id, fields: fields, owner: owner, idempotency: nil)
+    }
+    func update(
+        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool,
+        owner: String?
+    ) async throws(TableStorageError) -> TableRow {
+        try await update(
+            table, id: id, fields: fields, replace: replace, expectedVersion: expectedVersion,
+            allowDeleted: allowDeleted, owner: owner, idempotency: nil)
+    }
+    func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String?)
+        async throws(TableStorageError) -> TableRow
+    {
+        try await delete(table, id: id, soft: soft, expectedVersion: expectedVersion, owner: owner, idempotency: nil)
+    }
+    func undelete(_ table: String, id: String, expectedVersion: Int64?, owner: String?)
+        async throws(TableStorageError) -> TableRow
+    {
+        try await undelete(table, id: id, expectedVersion: expectedVersion, owner: owner, idempotency: nil)
+    }
     func insert(_ table: String, id: String, fields: JSONObject) async throws(TableStorageError) -> TableRow {
-        try await insert(table, id: id, fields: fields, owner: nil)
+        try await insert(table, id: id, fields: fields, owner: nil, idempotency: nil)
     }
     func row(_ table: String, id: String) async throws(TableStorageError) -> TableRow? {
         try await row(table, id: id, owner: nil)
@@ -104,15 +128,15 @@ extension TableStorage {
     ) async throws(TableStorageError) -> TableRow {
         try await update(
             table, id: id, fields: fields, replace: replace, expectedVersion: expectedVersion,
-            allowDeleted: allowDeleted, owner: nil)
+            allowDeleted: allowDeleted, owner: nil, idempotency: nil)
     }
     func delete(_ table: String, id: String, soft: Bool, expectedVersion: Int64?) async throws(TableStorageError)
         -> TableRow
     {
-        try await delete(table, id: id, soft: soft, expectedVersion: expectedVersion, owner: nil)
+        try await delete(table, id: id, soft: soft, expectedVersion: expectedVersion, owner: nil, idempotency: nil)
     }
     func undelete(_ table: String, id: String, expectedVersion: Int64?) async throws(TableStorageError) -> TableRow {
-        try await undelete(table, id: id, expectedVersion: expectedVersion, owner: nil)
+        try await undelete(table, id: id, expectedVersion: expectedVersion, owner: nil, idempotency: nil)
     }
 }
 

@@ -38,7 +38,9 @@ import Testing
         maxBatch: Int = 1000, clock: TableStorageTests.Clock? = nil
     ) async throws -> Client {
         let table = TableDefinition(name: "todoitem", access: access)
-        let storage = try await kind.make([table], now: clock.map { clock in { clock.now() } })
+        var now: (@Sendable () -> Int64)?
+        if let clock { now = { clock.now() } }
+        let storage = try await kind.make([table], now: now)
         var configuration = TableAPI.Configuration(tables: [table], idempotencyTTL: ttl)
         configuration.maxBatchOperations = maxBatch
         return Client(api: TableAPI(storage: storage, configuration: configuration))
@@ -52,7 +54,9 @@ import Testing
         try json(reply)["version"]?.stringValue.flatMap(TableRow.version(from:))
     }
 
-    @Test(arguments: TestStorage.all) func aReplayedWriteIsAnsweredWithItsFirstAnswerAndAppliedOnce(_ storage: TestStorage) async throws {
+    @Test(arguments: TestStorage.all) func aReplayedWriteIsAnsweredWithItsFirstAnswerAndAppliedOnce(
+        _ storage: TestStorage
+    ) async throws {
         let c = try await client(storage)
         let inserted = await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"1"}"#, key: "k-insert")
         #expect(inserted.status == 201 && header(inserted, "Idempotent-Replayed") == nil)
@@ -103,7 +107,9 @@ import Testing
         #expect(await c.send("POST", "/tables/todoitem", #"{"id":"c"}"#, key: "").status == 400)
     }
 
-    @Test(arguments: TestStorage.all) func aFailedWriteIsNotRememberedAndKeysBelongToTheirCaller(_ storage: TestStorage) async throws {
+    @Test(arguments: TestStorage.all) func aFailedWriteIsNotRememberedAndKeysBelongToTheirCaller(_ storage: TestStorage)
+        async throws
+    {
         let c = try await client(storage, access: .authenticated)
         let ada = c.with(token: "ada-token")
         let bob = c.with(token: "bob-token")
@@ -148,7 +154,9 @@ import Testing
         return items
     }
 
-    @Test(arguments: TestStorage.all) func aBatchAppliesEachOperationOnItsOwnInOrderAndAConflictFailsOnlyItself(_ storage: TestStorage) async throws {
+    @Test(arguments: TestStorage.all) func aBatchAppliesEachOperationOnItsOwnInOrderAndAConflictFailsOnlyItself(
+        _ storage: TestStorage
+    ) async throws {
         let c = try await client(storage)
         let base = await c.send("POST", "/tables/todoitem", #"{"id":"k","text":"base"}"#)
         _ = await c.send("PATCH", "/tables/todoitem/k", #"{"text":"theirs"}"#)
