@@ -11,17 +11,17 @@ demo: deps
 	$(SWIFT) run -c release flatland demo
 
 ## The same demo with the table server's rows in PostgreSQL: $FLATLAND_DEMO_POSTGRES_URL, or a
-## throwaway cluster from scripts/postgres-test-cluster.sh (its last line of `start` is the URL).
+## throwaway cluster from scripts/postgres-test-cluster.sh (installs PostgreSQL 15 when missing).
 demo-postgres: deps
 	@url="$$FLATLAND_DEMO_POSTGRES_URL"; \
-	if [ -z "$$url" ] && [ -x scripts/postgres-test-cluster.sh ]; then \
-		url=$$(scripts/postgres-test-cluster.sh start | tail -n 1) || exit 1; \
-		trap 'scripts/postgres-test-cluster.sh stop' EXIT; \
+	if [ -z "$$url" ]; then \
+		dir=$$(mktemp -d); \
+		eval "$$(scripts/postgres-test-cluster.sh start "$$dir/cluster")" || exit 1; \
+		trap 'scripts/postgres-test-cluster.sh stop "'"$$dir"'/cluster"; rm -rf "'"$$dir"'"' EXIT; \
+		url="$$FLATLAND_TEST_POSTGRES_URL"; \
 	fi; \
 	if [ -z "$$url" ]; then \
 		echo "demo-postgres: no PostgreSQL. Set FLATLAND_DEMO_POSTGRES_URL=postgres://USER@127.0.0.1:PORT/DB"; \
-		echo "  (a local server: apt-get install -y postgresql, then initdb and pg_ctl as the postgres user),"; \
-		echo "  or add scripts/postgres-test-cluster.sh (branch pg) to start a throwaway cluster."; \
 		exit 2; \
 	fi; \
 	$(SWIFT) run -c release flatland demo --tables-db "$$url"

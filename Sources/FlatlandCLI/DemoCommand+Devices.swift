@@ -19,7 +19,9 @@ struct TwoDeviceDemo {
 
     func run() async throws {
         let server = SampleServer(
-            configuration: .init(population: .init(users: 1, sessions: 1), tables: TableServing(databasePath: tablesDB))
+            configuration: .init(
+                population: .init(users: 1, sessions: 1),
+                tables: TableServing(storage: tablesDB.map(TableServing.Storage.init)))
         )
         let port = try await server.start()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flatland-demo-\(UUID())")

@@ -76,7 +76,7 @@ struct BenchLoadCommand: AsyncParsableCommand {
                 let server = SampleServer(
                     configuration: .init(
                         population: .init(users: 0), limits: .init(maxConnections: 4096),
-                        tables: TableServing(databasePath: path, protocols: [.v2, .v3])))
+                        tables: TableServing(storage: path.map(TableServing.Storage.init), protocols: [.v2, .v3])))
                 let port = try await server.start()
                 servers.append(server)
                 bases.append(URL(string: "http://127.0.0.1:\(port)")!)
