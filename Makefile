@@ -26,9 +26,19 @@ demo-postgres: deps
 	fi; \
 	$(SWIFT) run -c release flatland demo --tables-db "$$url"
 
-## The whole test suite.
+## The whole test suite. The table server's suites also run on PostgreSQL: at
+## $FLATLAND_TEST_POSTGRES_URL, or else on a throwaway cluster the script starts (and installs
+## PostgreSQL 15 for, when missing) and stops afterwards; FLATLAND_NO_POSTGRES=1 skips those cases.
 test: deps
-	$(SWIFT) test
+	@if [ -n "$$FLATLAND_TEST_POSTGRES_URL" ] || [ "$$FLATLAND_NO_POSTGRES" = "1" ]; then \
+		$(SWIFT) test; \
+	else \
+		dir=$$(mktemp -d); \
+		trap 'scripts/postgres-test-cluster.sh stop "'"$$dir"'/cluster" >/dev/null 2>&1; rm -rf "'"$$dir"'"' EXIT; \
+		eval "$$(scripts/postgres-test-cluster.sh start "$$dir/cluster")" || exit 1; \
+		export FLATLAND_TEST_POSTGRES_URL; \
+		$(SWIFT) test; \
+	fi
 
 build: deps
 	$(SWIFT) build -Xswiftc -warnings-as-errors

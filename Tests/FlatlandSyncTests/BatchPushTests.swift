@@ -35,6 +35,13 @@ private func count(_ log: RequestLog, _ method: HTTPMethod, _ path: String) -> I
 
 @Suite("Offline tables: idempotency keys and batch push")
 struct BatchPushTests {
+    /// Asks for a new connection per request (`Connection: close`).
+    let freshConnections = ClosureFilter { request, next in
+        var request = request
+        request.headers["Connection"] = "close"
+        return try await next(request)
+    }
+
     @Test func everyWriteCarriesItsOperationsKeyAndAReplayedUpdateOrDeleteIsAppliedOnce() async throws {
         try await withSyncServer { server, port in
             let log = RequestLog()
@@ -139,7 +146,10 @@ struct BatchPushTests {
     @Test func aLostBatchAnswerIsReplayedAndNothingIsAppliedTwice() async throws {
         try await withSyncServer { server, port in
             let log = RequestLog()
-            let device = try Device(port: port, log: log, timeout: 3)
+            // A fresh connection per request: the lost answer is seen at once as a closed
+            // connection (on a reused one only when the wait times out, and under load the
+            // replay's wait can time out too).
+            let device = try Device(port: port, log: log, timeout: 20, filters: [freshConnections])
             defer { device.remove() }
             let todos = device.sync.table("todoitem")
             try todos.insert(["id": "x", "text": "1"])

@@ -323,7 +323,9 @@ struct Simulation {
         defer { server.tableFaults.reset() }
         let before = device.rows()
         let handled = conflicts.count
-        let pushed = await device.sync.push(onConflict: handler)
+        // One request per operation: the wire log then sees every 409/412 a write got (inside
+        // a batch they are in the batch's 200 body; BatchPushTests covers batches).
+        let pushed = await device.sync.push(onConflict: handler, options: PushOptions(batching: .never))
         report.pushes += 1
         report.operationsSent += pushed.outcomes.count
         let wire = device.wire.drain()
