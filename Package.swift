@@ -80,7 +80,7 @@ let package = Package(
             name: "FlatlandSyncTests",
             dependencies: [
                 "FlatlandSync", "FlatlandHTTP", "Flatland", "FlatlandJSON", "FlatlandServer", "FlatlandSQLite",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "FlatlandFixtures", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON", "CFlatlandSIMD"]),

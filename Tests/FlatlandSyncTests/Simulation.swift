@@ -1,4 +1,5 @@
 import Flatland
+import FlatlandFixtures
 import FlatlandHTTP
 import FlatlandJSON
 import FlatlandSQLite
@@ -11,20 +12,7 @@ import Synchronization
     import FoundationNetworking
 #endif
 
-/// SplitMix64: a generator whose whole sequence follows from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     /// True with probability `p`.
     mutating func chance(_ p: Double) -> Bool { Double(next() >> 11) / Double(1 << 53) < p }
 }

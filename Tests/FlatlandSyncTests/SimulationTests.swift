@@ -1,3 +1,4 @@
+import FlatlandFixtures
 import Foundation
 import Testing
 

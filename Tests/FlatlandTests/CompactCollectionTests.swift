@@ -1,4 +1,5 @@
 import Flatland
+import FlatlandFixtures
 import FlatlandJSON
 import Testing
 
@@ -6,18 +7,6 @@ import Testing
 /// public behaviour is the one of a plain list of positions, whatever pages arrive.
 @Suite("Compact collections")
 struct CompactCollectionTests {
-    /// A deterministic generator (SplitMix64), so a failing sequence can be replayed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// The rules of "Collections over time" on a plain `[String?]`: what the collection held
     /// before it was compact.
     static func reference(_ items: inout [String?], page: [String?], offset: Int, total: Int?) {
@@ -35,7 +24,7 @@ struct CompactCollectionTests {
     @Test(arguments: StoreBackend.allCases, [1 as UInt64, 2, 3])
     func pagesOverABoundedPoolMatchAPlainList(backend: StoreBackend, seed: UInt64) throws {
         let store = try backend.store()
-        var random = Generator(state: seed)
+        var random = SplitMix64(seed: seed)
         var expected: [String?] = []
         for round in 0..<25 {
             let offset = Int.random(in: 0...60, using: &random)

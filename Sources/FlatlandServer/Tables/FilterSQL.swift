@@ -188,6 +188,17 @@ protocol TableColumns: Sendable {
     func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)?
 }
 
+/// How a request's names reach a table's columns in a dialect: the system properties under the
+/// request's names, every other name a field of the row's JSON (``TableWire/column(_:dialect:)``).
+struct WireColumns: TableColumns {
+    var wire: TableWire
+    var dialect: SQLDialect
+
+    func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)? {
+        wire.column(member, dialect: dialect)
+    }
+}
+
 /// What a column holds, as far as comparing it is concerned.
 enum ColumnKind: Sendable, Equatable {
     /// A date kept as microseconds since the epoch.

@@ -427,20 +427,10 @@ final class PostgresTableStorage: TableStorage {
         }
     }
 
-    /// How a request's names reach the columns, in PostgreSQL's dialect.
-    struct Columns: TableColumns {
-        var wire: TableWire
-        var dialect: SQLDialect { .postgres }
-
-        func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)? {
-            wire.column(member, dialect: dialect)
-        }
-    }
-
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?
     ) {
-        let (condition, order) = try query.sql(Columns(wire: wire))
+        let (condition, order) = try query.sql(WireColumns(wire: wire, dialect: .postgres))
         let t = sqlTable(table)
         let select =
             SQLFragment("SELECT \(Self.columns) FROM \(t) WHERE ") + condition + SQLFragment(" ORDER BY ") + order

@@ -286,21 +286,10 @@ final class SQLiteTableStorage: TableStorage {
         }
     }
 
-    /// How a request's names reach the columns: the system properties under the request's
-    /// names, every other name a field of the row's JSON.
-    struct Columns: TableColumns {
-        var wire: TableWire
-        var dialect: SQLDialect { .sqlite }
-
-        func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)? {
-            wire.column(member, dialect: dialect)
-        }
-    }
-
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?
     ) {
-        let (condition, order) = try query.sql(Columns(wire: wire))
+        let (condition, order) = try query.sql(WireColumns(wire: wire, dialect: .sqlite))
         let arguments = StatementArguments(condition.arguments.map(\.databaseValue))
         let selectArguments = StatementArguments((condition.arguments + order.arguments).map(\.databaseValue))
         let t = Self.sqlTable(table)
