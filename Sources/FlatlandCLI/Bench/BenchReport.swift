@@ -15,6 +15,15 @@ struct BenchReport {
     /// The bars this report judges: the issue's, or those of a hidden `--bars-file`.
     var barsJudged: [BenchBar] = BenchBar.all
 
+    /// The build the figures come from: "release", or "debug" (not to be quoted).
+    static var build: String {
+        #if DEBUG
+            "debug"
+        #else
+            "release"
+        #endif
+    }
+
     static var machine: String {
         let cpu =
             (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.split(separator: "\n")

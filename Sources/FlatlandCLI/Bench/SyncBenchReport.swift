@@ -47,14 +47,6 @@ struct SyncBenchReport {
     /// Whether the first pull at the default page size meets the bar, on the value as printed.
     var barMet: Bool { (BenchReport.reported(rowsPerSecond(0)) ?? 0) >= Self.pullBar }
 
-    static var build: String {
-        #if DEBUG
-            "debug"
-        #else
-            "release"
-        #endif
-    }
-
     /// A rate to the unit, as the table prints it.
     private func whole(_ value: Double) -> String { value.isFinite ? String(Int(value.rounded())) : "-" }
 
@@ -67,7 +59,7 @@ struct SyncBenchReport {
                 + "\(whole(floorRowsPerSecond(index))) rows/s"
         }
         return """
-            Offline sync over loopback, \(version), \(Self.build) build, median of \(runs) runs \
+            Offline sync over loopback, \(version), \(BenchReport.build) build, median of \(runs) runs \
             (server seeded in \(formatted(seedSeconds, 2)) s)
             First pull of \(rows) rows by a fresh device, every row in its store file:
             \(line(0, "pages of \(pageSize)"))
@@ -92,7 +84,7 @@ struct SyncBenchReport {
         }
         func int(_ v: Int) -> JSONValue { .number(JSONNumber(v)) }
         let root: JSONObject = [
-            "build": .string(Self.build),
+            "build": .string(BenchReport.build),
             "protocol": .string(version),
             "rows": int(rows),
             "rows_small": int(smallRows),

@@ -286,14 +286,6 @@ struct TableBenchReport {
     var rowsRead: [TableBench.Contender: Int]
     var peakRSSMB: Double?
 
-    static var build: String {
-        #if DEBUG
-            "debug"
-        #else
-            "release"
-        #endif
-    }
-
     func rate(_ c: TableBench.Contender) -> Double? { seconds[c].map { Double(rows) / $0 } }
 
     func ratio(_ c: TableBench.Contender) -> Double? {
@@ -311,7 +303,7 @@ struct TableBenchReport {
             "bench-table: \(rows) rows of \(TableBenchRows.table) (text, complete, priority, dueAt and system "
                 + "properties), \(version), \(pages) pages of \(pageSize) over loopback, "
                 + "\(formatted(Double(bytes) / 1e6, 1)) MB",
-            "median of \(runs) interleaved runs, \(Self.build) build; \(BenchReport.machine)",
+            "median of \(runs) interleaved runs, \(BenchReport.build) build; \(BenchReport.machine)",
         ]
         for c in TableBench.Contender.allCases {
             let rate = self.rate(c).map { String(Int($0.rounded())) } ?? "-"
@@ -343,7 +335,7 @@ struct TableBenchReport {
             "page_size": count(pageSize),
             "protocol": .string(version.rawValue),
             "runs": count(runs),
-            "build": .string(Self.build),
+            "build": .string(BenchReport.build),
             "machine": .string(BenchReport.machine),
             "response_bytes": count(bytes),
             "seed_seconds": number(seedSeconds),
