@@ -28,7 +28,21 @@ final class ChunkedTransport: HTTPTransport, @unchecked Sendable {
     /// Whether the transport is waiting at its pause.
     var isPaused: Bool { lock.withLock { paused } }
 
+    /// Streams on a thread of its own, as URLSession's delegate queue does: the loop blocks
+    /// (back-pressure, the pause), and a blocked thread of the concurrency pool would stall
+    /// every other test's server in the process.
     func send(_ request: HTTPRequest, to receiver: any HTTPResponseReceiver) async throws -> HTTPResponseHead {
+        let cancelled = Cancelled()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                Thread { continuation.resume(with: Result { try self.stream(to: receiver, cancelled) }) }.start()
+            }
+        } onCancel: {
+            cancelled.set()
+        }
+    }
+
+    private func stream(to receiver: any HTTPResponseReceiver, _ cancelled: Cancelled) throws -> HTTPResponseHead {
         let head = HTTPResponseHead(status: 200, headers: ["Content-Type": "application/json"])
         try receiver.receive(head: head)
         var offset = 0
@@ -36,7 +50,7 @@ final class ChunkedTransport: HTTPTransport, @unchecked Sendable {
             if let pauseAfterChunks, chunksHanded == pauseAfterChunks {
                 lock.withLock { paused = true }
                 while gate.wait(timeout: .now() + .milliseconds(5)) == .timedOut {
-                    if Task.isCancelled { throw HTTPError(.cancelled, "cancelled while paused") }
+                    if cancelled.isSet { throw HTTPError(.cancelled, "cancelled while paused") }
                 }
             }
             let end = min(body.count, offset + chunkSize)
@@ -45,6 +59,14 @@ final class ChunkedTransport: HTTPTransport, @unchecked Sendable {
             offset = end
         }
         return head
+    }
+
+    /// Set by the task's cancellation handler, read by the streaming thread.
+    private final class Cancelled: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.withLock { value = true } }
+        var isSet: Bool { lock.withLock { value } }
     }
 
     func shutdown() {}

@@ -16,6 +16,9 @@ import Foundation
 /// more arrive, URLSession's own thread waits too and stops reading the socket, so TCP slows the
 /// sender. (`URLSessionTask.suspend()` is no way to do this on Linux: swift-corelibs-foundation
 /// suspends by removing the transfer from libcurl, and resuming starts the request over.)
+/// URLSession's thread is shared by every session of the process, so it waits only while the
+/// receiver makes progress; a receiver that stops for more than a tenth of a second holds back
+/// nobody, and its chunks wait in memory until it runs again.
 public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
     private let delegate: Delegate
     private let session: URLSession
@@ -140,23 +143,41 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 
 /// The transport's delegate queue: at most `limit` operations wait to run at once. URLSession
 /// adds one per body chunk it reads; when `limit` wait, the thread adding the next (URLSession's
-/// own, reading the socket) blocks until one has run, so a receiver that falls behind holds back
+/// own, reading the socket) waits until one has run, so a receiver that falls behind holds back
 /// the network instead of letting chunks pile up in memory.
+///
+/// That thread is not this session's alone: in swift-corelibs-foundation every `URLSession` of
+/// the process runs its work on one shared serial queue, so while it waits here no other session
+/// (another user's backend, another environment) reads a byte or fires a timeout. It therefore
+/// waits only while the receiver makes progress: once no operation has finished for
+/// ``stallLimit``, the receiver counts as stalled (a store held by a long transaction, a hook
+/// that blocks) and chunks are queued without waiting until it runs again. Back-pressure holds
+/// for a receiver that is slow; one that is stopped costs memory instead of every session's
+/// network.
 final class BoundedOperationQueue: OperationQueue, @unchecked Sendable {
     private let condition = NSCondition()
     private var waiting = 0
+    /// When an operation last finished, or the queue last went from idle to busy.
+    private var lastProgress = Date()
     let limit: Int
+    let stallLimit: TimeInterval
 
-    init(limit: Int) {
+    init(limit: Int, stallLimit: TimeInterval = 0.1) {
         self.limit = max(1, limit)
+        self.stallLimit = stallLimit
         super.init()
     }
 
     override func addOperation(_ block: @escaping @Sendable () -> Void) {
         condition.lock()
+        if waiting == 0 { lastProgress = Date() }
         // Never from one of this queue's own operations: it would wait for itself.
         if OperationQueue.current !== self {
-            while waiting >= limit { condition.wait() }
+            while waiting >= limit {
+                let deadline = lastProgress.addingTimeInterval(stallLimit)
+                if Date() >= deadline { break }
+                _ = condition.wait(until: deadline)
+            }
         }
         waiting += 1
         condition.unlock()
@@ -164,6 +185,7 @@ final class BoundedOperationQueue: OperationQueue, @unchecked Sendable {
             block()
             condition.lock()
             waiting -= 1
+            lastProgress = Date()
             condition.broadcast()
             condition.unlock()
         }

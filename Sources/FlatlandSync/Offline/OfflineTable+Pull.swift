@@ -96,7 +96,11 @@ extension OfflineTable {
             next = following.map { PageFetch(self, $0) }
             let removed: Int
             do {
-                removed = try commit(page, token: token, queryID: queryID)
+                // Off the concurrency pool: the commit blocks on SQLite (and on store hooks).
+                let committed = await runBlocking { [self, token] in
+                    Result { () throws(SyncError) -> Int in try commit(page, token: token, queryID: queryID) }
+                }
+                removed = try committed.get()
             } catch  where attempts < 4 && error.code == .pageRace {
                 // A local change to a row of the page, made while the page was on its way: the
                 // page is read again, with that row skipped, and what was read after it dropped.
