@@ -35,18 +35,10 @@ private func count(_ log: RequestLog, _ method: HTTPMethod, _ path: String) -> I
 
 @Suite("Offline tables: idempotency keys and batch push")
 struct BatchPushTests {
-    /// Asks for a new connection per request (`Connection: close`).
-    let freshConnections = ClosureFilter { request, next in
-        var request = request
-        request.headers["Connection"] = "close"
-        return try await next(request)
-    }
-
     @Test func everyWriteCarriesItsOperationsKeyAndAReplayedUpdateOrDeleteIsAppliedOnce() async throws {
         try await withSyncServer { server, port in
             let log = RequestLog()
-            // (On a reused connection the lost answer is noticed only when the wait times out.)
-            let device = try Device(port: port, log: log, timeout: 3)
+            let device = try Device(port: port, log: log, filters: [freshConnections])
             defer { device.remove() }
             let todos = device.sync.table("todoitem")
             try todos.insert(["id": "u", "text": "1"])
@@ -73,13 +65,16 @@ struct BatchPushTests {
             #expect(counter(row.text("version")) == inserted + 1)
             #expect(todos.lookup("u")?.text("version") == row.text("version"))
 
-            // A delete whose answer is lost: the backend retries a DELETE at once, under the same
-            // key, and gets the first answer (200), not a 404.
+            // A delete whose answer is lost: the replay, under the same key, gets the first
+            // answer (200), not a 404.
             try todos.delete("u")
+            let deleteKey = try #require(try device.sync.operations().first?.key)
             server.tableFaults.inject(.loseResponse, method: "DELETE")
-            let deleted = await device.sync.push()
+            #expect(await device.sync.push().aborted)
             #expect(server.tableFaults.pending == 0)
+            let deleted = await device.sync.push()
             #expect(deleted.succeeded && deleted.outcomes.map(\.status) == [200])
+            #expect(log.requests.suffix(2).map { $0.headers["Idempotency-Key"] } == [deleteKey, deleteKey])
             let gone = try #require(try await serverRow("u", port: port))
             #expect(gone["deleted"] == true)
             #expect(counter(gone.text("version")) == inserted + 2)
@@ -149,7 +144,7 @@ struct BatchPushTests {
             // A fresh connection per request: the lost answer is seen at once as a closed
             // connection (on a reused one only when the wait times out, and under load the
             // replay's wait can time out too).
-            let device = try Device(port: port, log: log, timeout: 20, filters: [freshConnections])
+            let device = try Device(port: port, log: log, filters: [freshConnections])
             defer { device.remove() }
             let todos = device.sync.table("todoitem")
             try todos.insert(["id": "x", "text": "1"])

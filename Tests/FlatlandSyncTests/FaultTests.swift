@@ -184,16 +184,15 @@ struct FaultTests {
             server.tableFaults.inject(.delay(.zero), method: "POST")
             server.tableFaults.inject(.delay(.milliseconds(600)), method: "POST")
             let sync = device.sync
-            let push = Task { await sync.push() }
+            // One request per operation, so that the cancel meets the second one in flight.
+            let push = Task { await sync.push(options: PushOptions(batching: .never)) }
             while server.tableFaults.pending > 0 { try await Task.sleep(for: .milliseconds(10)) }
             push.cancel()
             let first = await push.value
             let states = try device.sync.operations().map(\.state)
-            withKnownIssue("a cancelled push goes on to its end: SyncContext.push checks no cancellation") {
-                #expect(first.aborted)
-                #expect(first.outcomes.map(\.result) == [.ok, .error])
-                #expect(states == [.attempted, .pending])
-            }
+            #expect(first.aborted)
+            #expect(first.outcomes.map(\.result) == [.ok, .error])
+            #expect(states == [.attempted, .pending])
             // The slow request still commits on the server; whatever the cancel did, the next push
             // leaves each row there once.
             try await Task.sleep(for: .milliseconds(800))
@@ -216,23 +215,23 @@ struct FaultTests {
             while server.tableFaults.pending > 0 { try await Task.sleep(for: .milliseconds(10)) }
             pull.cancel()
             let cancelled = await pull.result
-            withKnownIssue("a cancelled pull goes on to its end: OfflineTable.pull checks no cancellation") {
-                if case .success(let result) = cancelled {
-                    Issue.record("the cancelled pull ran to its end: \(result)")
-                }
-                #expect(reader.rows().count == 10)
+            switch cancelled {
+            case .success(let result):
+                Issue.record("the cancelled pull ran to its end: \(result)")
+            case .failure(let error):
+                #expect((error as? SyncError)?.code == .cancelled)
             }
+            // The first page, whole, with its token; nothing of the second.
+            #expect(reader.rows().count == 10)
             _ = try await reader.table.pull(queryID: "all", pageSize: 10)
             let rows = try await FaultTests.serverRows(port)
             #expect(reader.rows() == rows && rows.count == 25)
         }
     }
 
-    // Disabled, a known bug found at the merge: with one request per operation this push never
-    // returns once the server stops under it (it passed on its own branch, before batch push and
-    // the overlapped ingest were merged); a hung test would hold CI to its time limit.
-    @Test(.disabled("hangs since the merge: the push never returns after the server stops mid-push (issue 24)"))
-    func aServerRestartedMidPushOnTheSameFileLosesAndDuplicatesNothing() async throws {
+    // (Disabled for a while after the merges: it hung in full runs, where a transport stalled on
+    // URLSession's shared queue and tests blocking the concurrency pool froze every request.)
+    @Test func aServerRestartedMidPushOnTheSameFileLosesAndDuplicatesNothing() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("flatland-restart-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -75,8 +75,10 @@ final class SimDevice: Sendable {
             name: "sim", baseURL: URL(string: "http://127.0.0.1:\(port)")!, allowInsecureHTTP: true)
         var configuration = Backend.Configuration()
         configuration.addTableHeaders(protocol: .v2)
-        configuration.filters.append(wire.filter)
-        configuration.timeout = 10
+        // Lost responses are closed connections, noticed at once on a fresh one (see
+        // `freshConnections`); the timeout is for a server that stops answering.
+        configuration.filters += [freshConnections, wire.filter]
+        configuration.timeout = 60
         configuration.retryPolicy = retry
         session = try Session(
             user: "sim", environment: environment, registry: try EntityRegistry([TodoItem.self]),

@@ -163,14 +163,28 @@ public final class Backend: Sendable {
     }
 
     /// Launches a request and waits for its result.
+    ///
+    /// Cancelling the calling task cancels the request (it then fails with
+    /// ``HTTPError/Code-swift.struct/cancelled`` and applies nothing), unless another launch
+    /// joined it: a GET shared with other callers goes on for them, and this caller waits for it.
     @discardableResult
     public func send(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
         ingestOptions: IngestOptions? = nil, commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
     ) async throws(HTTPError) -> HTTPResult {
-        try await launch(
-            method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan
-        ).value
+        let task = launch(
+            method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan)
+        let outcome = await withTaskCancellationHandler {
+            () async -> Result<HTTPResult, HTTPError> in
+            do throws(HTTPError) {
+                return .success(try await task.value)
+            } catch {
+                return .failure(error)
+            }
+        } onCancel: {
+            if task.joinCount == 0 { task.cancel() }
+        }
+        return try outcome.get()
     }
 
     // MARK: Tasks in flight

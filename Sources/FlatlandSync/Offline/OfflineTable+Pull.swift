@@ -72,7 +72,15 @@ extension OfflineTable {
         var attempts = 0
         while let fetch = next {
             next = nil
-            let page = try await fetch.page()
+            // A cancel stops the pull between pages: what is committed is whole pages, each with
+            // its token.
+            if Task.isCancelled { throw SyncError(.cancelled, "the pull was cancelled", table: name) }
+            let page: FetchedPage
+            do {
+                page = try await fetch.page()
+            } catch where Task.isCancelled {
+                throw SyncError(.cancelled, "the pull was cancelled while a page was read", table: name)
+            }
             var following: PageRequest?
             var pageToken = token
             let raised = page.tally.newest.map { newest in token.map { newest > $0 } ?? false } ?? false

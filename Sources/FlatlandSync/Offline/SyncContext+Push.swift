@@ -116,6 +116,12 @@ extension SyncContext {
         let limit = await batchLimit(options, operations: operations.count)
         var index = 0
         while index < operations.count {
+            // A cancel stops the push between operations (one in flight is cancelled with its
+            // request, and stays attempted for the next push).
+            if Task.isCancelled {
+                result.abortReason = "the push was cancelled"
+                break
+            }
             var run: [SyncOperation] = []
             if let limit {
                 while index + run.count < operations.count, run.count < limit,

@@ -24,6 +24,8 @@ public struct SyncErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let store = SyncErrorCode(name: "store")
     /// The row is not a valid row (no id where one is needed, a reserved name).
     public static let invalidRow = SyncErrorCode(name: "invalidRow")
+    /// The task that ran the pull was cancelled; the pages committed before stay, whole.
+    public static let cancelled = SyncErrorCode(name: "cancelled")
 
     /// (Internal: a pulled page met a local change inside its commit and is read again.)
     static let pageRace = SyncErrorCode(name: "pageRace")
