@@ -78,7 +78,7 @@ extension OfflineTable {
             let page: FetchedPage
             do {
                 page = try await fetch.page()
-            } catch where Task.isCancelled {
+            } catch  where Task.isCancelled {
                 throw SyncError(.cancelled, "the pull was cancelled while a page was read", table: name)
             }
             var following: PageRequest?
