@@ -28,9 +28,16 @@ final class Counter: Sendable {
 /// also asks for a fresh connection per request, so a lost response is seen at once as a
 /// closed connection (on a reused one it shows only when the wait times out).
 final class WireLog: Sendable {
-    struct Entry: Sendable {
+    struct Entry: Sendable, CustomStringConvertible {
         var method: HTTPMethod
+        var path: String
+        var ifMatch: String?
+        var key: String?
         var status: Int?
+
+        var description: String {
+            "\(method) \(path) if-match \(ifMatch ?? "-") key \(key?.prefix(8) ?? "-") → \(status.map(String.init) ?? "no answer")"
+        }
     }
 
     private let entries = Mutex<[Entry]>([])
@@ -43,16 +50,22 @@ final class WireLog: Sendable {
         }
     }
 
+    private static func entry(_ request: HTTPRequest, status: Int?) -> Entry {
+        Entry(
+            method: request.method, path: request.url.path, ifMatch: request.headers["If-Match"],
+            key: request.headers["Idempotency-Key"], status: status)
+    }
+
     var filter: ClosureFilter {
         ClosureFilter { request, next in
             var request = request
             request.headers["Connection"] = "close"
             do {
                 let response = try await next(request)
-                self.entries.withLock { $0.append(Entry(method: request.method, status: response.status)) }
+                self.entries.withLock { $0.append(Self.entry(request, status: response.status)) }
                 return response
             } catch {
-                self.entries.withLock { $0.append(Entry(method: request.method, status: nil)) }
+                self.entries.withLock { $0.append(Self.entry(request, status: nil)) }
                 throw error
             }
         }
@@ -75,9 +88,9 @@ final class SimDevice: Sendable {
             name: "sim", baseURL: URL(string: "http://127.0.0.1:\(port)")!, allowInsecureHTTP: true)
         var configuration = Backend.Configuration()
         configuration.addTableHeaders(protocol: .v2)
-        // Lost responses are closed connections, noticed at once on a fresh one (see
-        // `freshConnections`); the timeout is for a server that stops answering.
-        configuration.filters += [freshConnections, wire.filter]
+        // (The wire log's filter asks for fresh connections: a lost response is noticed at
+        // once; the timeout is for a server that stops answering.)
+        configuration.filters.append(wire.filter)
         configuration.timeout = 60
         configuration.retryPolicy = retry
         session = try Session(
@@ -160,27 +173,44 @@ struct SimulationFailure: Error, CustomStringConvertible {
 /// the same rows among them), then sync (push, then pull) with faults injected on the server,
 /// then sync without faults until quiet. Every choice comes from the seed.
 ///
-/// The model keeps, per row, each write's unique value and what the server acknowledged: an
-/// acknowledged write may be replaced on the server only by a write sent after it (one whose
-/// answer may have been lost counts), never lost. At the end every device's rows equal the
+/// The model keeps, per row, each write (by its idempotency key) with its unique value, when it
+/// was first sent and when the server acknowledged it. A write is applied at some moment between
+/// the two (a replay of a lost answer is answered with the first answer: the write may be long
+/// older than its acknowledgement). The server may end with a write's value only if no
+/// acknowledged write was first sent after that write was acknowledged: an acknowledged write may
+/// be replaced only by a later one (one whose answer was lost counts), never lost. At the end every device's rows equal the
 /// server's (text and version), no queue holds anything, no row is duplicated, and every 409 or
 /// 412 the server answered a push went to the conflict handler, unless it was the device's own
 /// earlier write coming back (a lost response, proven equal by the library).
 struct Simulation {
-    enum Event {
-        case acknowledged(String?)
-        case attempted(String?)
+    /// One write to a row: its value (nil: a delete), the step it was first sent at, and the
+    /// step the server acknowledged it at (nil: sent, its answer lost).
+    struct Write {
+        var key: String
+        var value: String?
+        var sent: Int
+        var acknowledged: Int?
     }
 
     let seed: UInt64
     private var random: SplitMix64
     private let clientWins: Bool
     private var report = SimulationReport(seeds: 1)
-    private var history: [String: [Event]] = [:]
+    private var history: [String: [Write]] = [:]
+    /// The model's clock: one tick per push outcome.
+    private var step = 0
     /// Every value a device wrote, with its row.
     private var written: [String: String] = [:]
     private var nextValue = 0
     private var nextRow = 0
+
+    /// `FLATLAND_SIM_TRACE=1` prints every write, push outcome and request of a run: for
+    /// replaying one failing seed alone.
+    static let tracing = ProcessInfo.processInfo.environment["FLATLAND_SIM_TRACE"] == "1"
+
+    private func trace(_ line: @autoclosure () -> String) {
+        if Simulation.tracing { print("sim \(seed): \(line())") }
+    }
 
     static let faultRounds = 4
     static let quietRounds = 12
@@ -264,12 +294,18 @@ struct Simulation {
             if ids.isEmpty || roll < 35 {
                 nextRow += 1
                 let id = "s\(seed)-d\(device.number)-r\(nextRow)"
-                try device.table.insert(["id": .string(id), "text": .string(value(device, row: id))])
+                let text = value(device, row: id)
+                trace("device \(device.number) inserts \(id) = \(text)")
+                try device.table.insert(["id": .string(id), "text": .string(text)])
             } else if roll < 80 {
                 let id = ids[Int(random.next() % UInt64(ids.count))]
-                try device.table.update(["id": .string(id), "text": .string(value(device, row: id))])
+                let text = value(device, row: id)
+                trace("device \(device.number) updates \(id) = \(text)")
+                try device.table.update(["id": .string(id), "text": .string(text)])
             } else {
-                try device.table.delete(ids[Int(random.next() % UInt64(ids.count))])
+                let id = ids[Int(random.next() % UInt64(ids.count))]
+                trace("device \(device.number) deletes \(id)")
+                try device.table.delete(id)
             }
             report.localWrites += 1
         }
@@ -312,6 +348,8 @@ struct Simulation {
         if faults { injectFaults(server) }
         defer { server.tableFaults.reset() }
         let before = device.rows()
+        let keys = Dictionary(
+            try device.sync.operations().map { ($0.sequence, $0.key) }, uniquingKeysWith: { a, _ in a })
         let handled = conflicts.count
         // One request per operation: the wire log then sees every 409/412 a write got (inside
         // a batch they are in the batch's 200 body; BatchPushTests covers batches).
@@ -319,18 +357,29 @@ struct Simulation {
         report.pushes += 1
         report.operationsSent += pushed.outcomes.count
         let wire = device.wire.drain()
+        trace("device \(device.number) pushes: \(wire.map(\.description).joined(separator: "; "))")
         for outcome in pushed.outcomes {
+            trace(
+                "  \(outcome.kind) \(outcome.id) = \(before[outcome.id]?.text ?? "-"): \(outcome.result) \(outcome.status.map(String.init) ?? "-")"
+            )
+            step += 1
             let value = outcome.kind == .delete ? nil : before[outcome.id]?.text
+            let acknowledged: Bool
             switch outcome.result {
-            case .ok:
-                history[outcome.id, default: []].append(.acknowledged(value))
-            case .resolved:
-                if clientWins { history[outcome.id, default: []].append(.acknowledged(value)) }
-            case .error where outcome.status == nil:
-                history[outcome.id, default: []].append(.attempted(value))
-            case .error, .conflict:
-                break
+            case .ok: acknowledged = true
+            case .resolved where clientWins: acknowledged = true
+            case .resolved: continue  // the server's row stays; this write was refused
+            case .error where outcome.status == nil: acknowledged = false
+            case .error, .conflict: continue
             }
+            guard let key = keys[outcome.sequence] else { throw fail("no key for operation \(outcome.sequence)") }
+            var writes = history[outcome.id, default: []]
+            if let index = writes.firstIndex(where: { $0.key == key }) {
+                if acknowledged && writes[index].acknowledged == nil { writes[index].acknowledged = step }
+            } else {
+                writes.append(Write(key: key, value: value, sent: step, acknowledged: acknowledged ? step : nil))
+            }
+            history[outcome.id] = writes
         }
         // Every 409/412 a write got went to the handler, or was the device's own write back.
         let writeConflicts = wire.filter { $0.method != .get && ($0.status == 409 || $0.status == 412) }.count
@@ -394,25 +443,25 @@ struct Simulation {
         for id in Set(rows.keys).union(history.keys).sorted() {
             let now = rows[id]?.text
             if let now, written[now] != id { throw fail("row \(id) holds \(now), which no device wrote to it") }
-            let events = history[id] ?? []
+            let writes = history[id] ?? []
             // A soft delete is for good: a later update of the row (which a v2 server accepts)
             // leaves it deleted. A delete whose answer was lost may have been applied.
-            let deleteAcknowledged = events.contains { if case .acknowledged(nil) = $0 { true } else { false } }
-            let deleteAttempted = events.contains { if case .attempted(nil) = $0 { true } else { false } }
-            let lastAck = events.lastIndex { if case .acknowledged = $0 { true } else { false } }
-            var allowed: [String?] = []
-            if deleteAcknowledged {
+            let allowed: [String?]
+            if writes.contains(where: { $0.value == nil && $0.acknowledged != nil }) {
                 allowed = [nil]
             } else {
-                if let lastAck, case .acknowledged(let value) = events[lastAck] {
-                    allowed.append(value)
-                } else {
-                    allowed.append(nil)
-                }
-                for event in events[((lastAck ?? -1) + 1)...] {
-                    if case .attempted(let value) = event { allowed.append(value) }
-                }
-                if deleteAttempted { allowed.append(nil) }
+                // Absent while no write is acknowledged; else any write that no acknowledged
+                // write was first sent after (a lost answer's write may have landed any time).
+                let anyAcknowledged = writes.contains { $0.acknowledged != nil }
+                allowed =
+                    (anyAcknowledged ? [] : [nil])
+                    + writes.filter { write in
+                        let applied = write.acknowledged ?? Int.max
+                        return !writes.contains { other in
+                            other.key != write.key && other.acknowledged != nil && other.sent > applied
+                        }
+                    }
+                    .map(\.value)
             }
             if !allowed.contains(now) {
                 throw fail(
