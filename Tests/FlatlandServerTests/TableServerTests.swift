@@ -105,6 +105,34 @@ struct TableServerTests {
         }
     }
 
+    /// Two servers on one SQLite file (a second instance, or one starting while the old one
+    /// ends): concurrent writes through both wait for each other's lock, none answers 500.
+    @Test func twoServersOnOneFileWriteConcurrentlyWithoutLockErrors() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tables-\(UUID().uuidString).sqlite")
+            .path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let tables = TableServing(databasePath: path)
+        try await withServer(.init(population: .init(users: 1), tables: tables)) { _, first in
+            try await withServer(.init(population: .init(users: 1), tables: tables)) { _, second in
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for i in 0..<120 {
+                        group.addTask {
+                            let reply = try await request(
+                                port: i % 2 == 0 ? first : second, "POST", "/tables/todoitem",
+                                body: #"{"id":"row-\#(i)","text":"\#(String(repeating: "x", count: 200))"}"#,
+                                headers: v2)
+                            return reply.status
+                        }
+                    }
+                    return try await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
+                }
+                #expect(statuses == [201: 120])
+                let all = try await request(port: first, "GET", "/tables/todoitem?$top=1000", headers: v2)
+                #expect(all.json?.items.count == 120)
+            }
+        }
+    }
+
     @Test(arguments: TestStorage.all)
     func everyRefusalOverHTTPIsAJSONError(_ kind: TestStorage) async throws {
         try await withServer(on: kind, .init(tables: TableServing(maxBodyBytes: 32))) { _, port in

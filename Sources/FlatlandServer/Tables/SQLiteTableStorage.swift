@@ -16,7 +16,12 @@ final class SQLiteTableStorage: TableStorage {
     init(path: String?, now: @escaping @Sendable () -> Int64 = SQLiteTableStorage.wallClock) throws(TableStorageError) {
         do {
             if let path {
-                writer = try DatabasePool(path: path)
+                // Another server on the same file (a second instance, or one restarting while
+                // the old one ends) holds the write lock for a moment: wait for it rather than
+                // answer 500 "database is locked".
+                var configuration = Configuration()
+                configuration.busyMode = .timeout(SQLiteTableStorage.busyTimeout)
+                writer = try DatabasePool(path: path, configuration: configuration)
             } else {
                 writer = try DatabaseQueue()
             }
@@ -25,6 +30,9 @@ final class SQLiteTableStorage: TableStorage {
         }
         self.now = now
     }
+
+    /// How long a write waits for another connection's write lock on the same file.
+    static let busyTimeout: TimeInterval = 10
 
     static let wallClock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down)) }
 
