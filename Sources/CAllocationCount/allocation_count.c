@@ -3,6 +3,10 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#if defined(__linux__) && defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
 #define FLATLAND_SANITIZED 1
@@ -64,3 +68,11 @@ void flatland_allocation_count_start(void) {}
 int64_t flatland_allocation_count_stop(void) { return 0; }
 
 #endif
+
+int64_t flatland_heap_bytes_in_use(void) {
+#if defined(__linux__) && defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    return (int64_t)mallinfo2().uordblks;
+#else
+    return -1;
+#endif
+}

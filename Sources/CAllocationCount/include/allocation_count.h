@@ -24,4 +24,10 @@ void flatland_allocation_count_start(void);
 /// Stops counting and returns the number of calls counted since the start.
 int64_t flatland_allocation_count_stop(void);
 
+/// The bytes glibc's allocator has handed out and not taken back (`mallinfo2().uordblks`): exact,
+/// read from the allocator's own books, with nothing interposed. -1 where it is not available
+/// (not glibc, or glibc before 2.33). Under a sanitizer it reads glibc's arena, which the
+/// sanitizer's allocator does not use.
+int64_t flatland_heap_bytes_in_use(void);
+
 #endif

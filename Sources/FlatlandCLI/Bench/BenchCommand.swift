@@ -89,8 +89,19 @@ struct BenchCommand: ParsableCommand {
         }
         var report = BenchReport(
             rounds: rounds, results: results, streaming: streaming, missing: real.missing, dataDirectory: data)
-        // Issue 25 item 2 (compact collections) sets `report.collectionBytesPerPosition` here:
-        // the report then gives it at the top level of `--json` and judges its bar.
+        // Issue 25 item 2: the collections' bytes per position, on the largest seed dataset
+        // (the report gives it at the top level of `--json` and judges its bar).
+        if let largest = workloads.filter({ $0.name.hasPrefix("seed-") }).max(by: { $0.bytes.count < $1.bytes.count }),
+            only.isEmpty || only.contains("ingest")
+        {
+            log.write("measuring the collections' bytes per position (\(largest.name))...\n")
+            if let memory = try CollectionMemory.measure(largest) {
+                log.write(
+                    "  \(memory.collections) collections, \(memory.positions) positions, \(memory.bytes) bytes: "
+                        + "\((memory.bytesPerPosition * 100).rounded() / 100) bytes per position\n")
+                report.collectionBytesPerPosition = memory.bytesPerPosition
+            }
+        }
         if let bars { report.barsJudged = bars }
         if json {
             print(report.json())
