@@ -33,6 +33,49 @@ struct TaskTests {
         }
     }
 
+    @Test("cancelling the task awaiting send cancels its request, unless another launch joined it")
+    func sendFollowsItsCallersCancellation() async throws {
+        try await withServer { server, environment in
+            server.knobs.hold("/devices")
+            let session = makeSession(environment)
+            let count = session.store.count
+            // Alone: the caller's cancel cancels the request, and nothing is applied.
+            let alone = Task { try await session.send(.get, "/devices?offset=0&count=3") }
+            try await server.knobs.waitForRequests("GET", "/devices", count: 1)
+            alone.cancel()
+            // (Were the cancel ignored, the held request would wait forever: the hold is let go
+            // after ten seconds, and the send then returns a result instead of the error.)
+            let watchdog = Task {
+                try await Task.sleep(for: .seconds(10))
+                server.knobs.release("/devices")
+            }
+            do {
+                _ = try await alone.value
+                Issue.record("a cancelled send returned a result")
+            } catch let error as HTTPError {
+                #expect(error.code == .cancelled)
+            }
+            watchdog.cancel()
+            // The cancelled request's handler still waits at the hold: let it go, hold anew.
+            server.knobs.release("/devices")
+            server.knobs.hold("/devices")
+            #expect(session.store.count == count)
+            #expect(session.backend.tasksInFlight.isEmpty)
+
+            // Joined: another launch waits for the same GET, so it goes on for both.
+            let joined = Task { try await session.send(.get, "/devices?offset=0&count=4") }
+            try await server.knobs.waitForRequests("GET", "/devices", count: 2)
+            let other = session.launch(.get, "/devices?offset=0&count=4")
+            #expect(other.joinCount == 1)
+            joined.cancel()
+            server.knobs.release("/devices")
+            let result = try await joined.value
+            #expect(result.status == 200)
+            #expect(try await other.value.status == 200)
+            #expect(session.store.count > count)
+        }
+    }
+
     @Test("cancelling in the middle of a body leaves the store exactly as it was")
     func cancelMidBody() async throws {
         try await withServer(population: .init(users: 200)) { server, environment in
