@@ -105,4 +105,22 @@ struct CompactCollectionTests {
         #expect(gaps.count == 4)
         #expect(gaps[0] == nil && gaps[3] == "a")
     }
+
+    /// A list one response made keeps no spare capacity (an array grown by appending keeps up
+    /// to half of its last doubling): the task's list and a new endpoint's, a page or not.
+    @Test func listsMadeByOneResponseAreSizedToFit() throws {
+        let store = Store(registry: try EntityRegistry([]))
+        let ids = (0..<1100).map { "u-fit\($0)" }
+        let array = "[" + ids.map { #"{"uuid":"\#($0)"}"# }.joined(separator: ",") + "]"
+        let page = #"{"offset":0,"total":1100,"data":"# + array + "}"
+        try store.ingest(Array(array.utf8), endpoint: "/list")
+        try store.ingest(Array(page.utf8), endpoint: "/paged?offset=0")
+        let lists = store.collections
+        #expect(lists.count == 4)
+        for list in lists {
+            #expect(list.count == 1100 && list.knownItems == ids)
+            #expect(
+                list.positions.ids.capacity <= list.count + list.count / 8, "\(list.kind) \(list.displayIdentifier)")
+        }
+    }
 }

@@ -29,6 +29,8 @@ extension PendingBatch {
         }
         // (Overwritten or dropped positions may leave ids no position holds.)
         collection.positions.compact()
+        // A list made by this response is done growing for now: keep it at its size.
+        if existing == nil { collection.positions.shrinkToFit() }
         return collection
     }
 }

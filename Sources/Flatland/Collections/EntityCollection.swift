@@ -78,7 +78,7 @@ package struct CollectionPositions: Hashable, Sendable {
 
     init() {}
 
-    init(_ items: some Sequence<String?>) {
+    package init(_ items: some Sequence<String?>) {
         var lookup: [String: UInt32] = [:]
         for item in items { append(item, lookup: &lookup) }
     }
@@ -87,6 +87,21 @@ package struct CollectionPositions: Hashable, Sendable {
     /// items, each listed once).
     init(distinct ids: [String]) {
         self.ids = ids
+        shrinkToFit()
+    }
+
+    /// Gives back the spare capacity a list grown by appending keeps (up to half of it, after
+    /// the array last doubled): for a list made once (a response's task items, a new endpoint
+    /// list), not for one that grows page after page, where each shrink would copy it.
+    package mutating func shrinkToFit() {
+        func exact<T>(_ array: [T]) -> [T] {
+            var copy: [T] = []
+            copy.reserveCapacity(array.count)
+            copy.append(contentsOf: array)
+            return copy
+        }
+        if ids.capacity - ids.count > ids.count / 8 { ids = exact(ids) }
+        if let current = slots, current.capacity - current.count > current.count / 8 { slots = exact(current) }
     }
 
     /// Positions from their stored parts (the persistence's encoding); nil when they do not fit

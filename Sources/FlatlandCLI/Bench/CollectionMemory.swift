@@ -9,7 +9,9 @@ import Flatland
 /// and with nothing interposed) is read before and after, the copies held alive. The ids are the
 /// store's own strings, as in an ingest (a collection takes its ids from the records' keys), so
 /// the difference is what a collection adds beside its entities: each distinct id once in its
-/// list, and a 4-byte slot per position where ids repeat. The temporary item arrays are freed
+/// list, and a 4-byte slot per position where ids repeat, sized to fit as the store keeps a list
+/// that one response made (a list that grows page after page keeps the spare capacity of its
+/// last doubling: up to 16 bytes more per distinct id). The temporary item arrays are freed
 /// before the second reading, so they do not count. Nil where glibc's count is not available.
 enum CollectionMemory {
     struct Result {
@@ -29,10 +31,13 @@ enum CollectionMemory {
         rebuilt.reserveCapacity(collections.count)
         let reservedAt = flatland_heap_bytes_in_use()
         for collection in collections {
+            // As the store keeps a list one response made (sized to fit).
+            var positions = CollectionPositions(collection.items)
+            positions.shrinkToFit()
             rebuilt.append(
                 EntityCollection(
                     id: collection.id, displayIdentifier: collection.displayIdentifier, kind: collection.kind,
-                    items: collection.items, total: collection.total))
+                    positions: positions, total: collection.total))
         }
         let after = flatland_heap_bytes_in_use()
         let positions = rebuilt.reduce(0) { $0 + $1.count }
