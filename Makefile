@@ -30,7 +30,7 @@ demo-postgres: deps
 ## $FLATLAND_TEST_POSTGRES_URL, or else on a throwaway cluster the script starts (and installs
 ## PostgreSQL 15 for, when missing) and stops afterwards; FLATLAND_NO_POSTGRES=1 skips those cases.
 ## Then the seeded sync simulation runs SIM_SEEDS more seeds (21 onwards; the suite ran 1–20)
-## on its own, two at a time, where nothing else competes for the machine: about two minutes
+## on its own, two at a time, where nothing else competes for the machine: two to three minutes
 ## for 300. SIM_SEEDS=0 skips them.
 SIM_SEEDS ?= 300
 test: deps
