@@ -292,3 +292,82 @@ import Testing
         #expect(try await again.row("todoitem", id: "new", owner: "u1") == new)
     }
 }
+
+/// ``TableStorage/apply(_:)`` with many writes: one transaction, each write on its own in it.
+@Suite struct TableStorageBatchTests {
+    private func fields(_ text: String) throws -> JSONObject {
+        guard case .object(let o) = try JSONValue(parsing: text) else {
+            throw TableStorageError(code: .storage, message: "")
+        }
+        return o
+    }
+
+    private func key(_ key: String, path: String, status: Int = 201) -> TableIdempotency {
+        TableIdempotency(scope: "", key: key, method: "POST", path: path, status: status, ttl: 60_000_000)
+    }
+
+    @Test(arguments: TestStorage.all)
+    func eachWriteOfABatchStandsOrFailsOnItsOwnInOrder(_ kind: TestStorage) async throws {
+        let s = try await kind.make()
+        let a = try await s.insert("todoitem", id: "a", fields: try fields(#"{"text":"milk"}"#))
+        let results = await s.apply([
+            TableWrite(table: "todoitem", id: "b", kind: .insert(fields: try fields(#"{"text":"bread"}"#))),
+            TableWrite(
+                table: "todoitem", id: "a",
+                kind: .update(fields: try fields(#"{"text":"stale"}"#), replace: false, allowDeleted: false),
+                expectedVersion: a.version + 100),
+            TableWrite(table: "todoitem", id: "a", kind: .insert(fields: try fields("{}"))),
+            TableWrite(
+                table: "todoitem", id: "a",
+                kind: .update(fields: try fields(#"{"done":true}"#), replace: false, allowDeleted: false),
+                expectedVersion: a.version),
+            TableWrite(table: "todoitem", id: "b", kind: .delete(soft: true)),
+            TableWrite(
+                table: "todoitem", id: "c", kind: .insert(fields: try fields("{}")),
+                idempotency: key("k1", path: "/tables/todoitem")),
+            // The same key again in the same batch: answered from the first.
+            TableWrite(
+                table: "todoitem", id: "d", kind: .insert(fields: try fields("{}")),
+                idempotency: key("k1", path: "/tables/todoitem")),
+            TableWrite(
+                table: "todoitem", id: "missing",
+                kind: .update(fields: try fields("{}"), replace: false, allowDeleted: false),
+                idempotency: key("k2", path: "/tables/todoitem/missing", status: 200)),
+        ])
+        #expect(results.count == 8)
+        func code(_ index: Int) -> TableStorageError.Code? {
+            if case .failure(let error) = results[index] { return error.code }
+            return nil
+        }
+        #expect(code(1) == .versionMismatch)
+        #expect(code(2) == .exists)
+        #expect(code(6) == .replayed)
+        #expect(code(7) == .notFound)
+        let ok = [0, 3, 4, 5].compactMap { try? results[$0].get() }
+        #expect(ok.count == 4)
+        // In order: every success after the one before it.
+        #expect(ok.map(\.version) == ok.map(\.version).sorted())
+        #expect(Set(ok.map(\.version)).count == 4)
+        if case .failure(let error) = results[6] { #expect(error.replay?.row.id == "c") }
+
+        let stored = try #require(try await s.row("todoitem", id: "a"))
+        #expect(stored.fields["text"] == .string("milk"))
+        #expect(stored.fields["done"] == .bool(true))
+        #expect(try await s.row("todoitem", id: "b")?.deleted == true)
+        #expect(try await s.row("todoitem", id: "c") != nil)
+        #expect(try await s.row("todoitem", id: "d") == nil)
+        // A refused write recorded nothing under its key: the key is free for the next write.
+        let free = await s.apply([
+            TableWrite(
+                table: "todoitem", id: "e", kind: .insert(fields: try fields("{}")),
+                idempotency: key("k2", path: "/tables/todoitem"))
+        ])
+        #expect((try? free.first?.get())?.id == "e")
+    }
+
+    @Test(arguments: TestStorage.all)
+    func aBatchOfNoWritesAnswersNothing(_ kind: TestStorage) async throws {
+        let s = try await kind.make()
+        #expect(await s.apply([]).isEmpty)
+    }
+}

@@ -224,36 +224,35 @@ final class PostgresTableStorage: TableStorage {
         return try row.decode((Int64, Int64).self)
     }
 
-    func insert(_ table: String, id: String, fields: JSONObject, owner: String?, idempotency: TableIdempotency?)
-        async throws(TableStorageError) -> TableRow
-    {
-        try await keyed(idempotency) { [self] connection in
-            func exists() async throws -> TableStorageError {
-                let existing = try await fetchOwned(connection, table, id: id)
-                // Another owner's row is not shown: only that the id is taken.
-                let visible = existing.map { owner == nil || $0.owner == owner } ?? false
-                return TableStorageError(
-                    code: .exists, message: "an item with id '\(id)' exists", current: visible ? existing?.row : nil)
-            }
-            if try await fetchOwned(connection, table, id: id) != nil { throw try await exists() }
-            let clock = try await tick(connection)
-            let row = TableRow(
-                id: id, createdAt: clock.updatedAt, updatedAt: clock.updatedAt, version: clock.version, deleted: false,
-                fields: fields)
-            let inserted = try await Self.rows(
-                connection,
-                """
-                INSERT INTO \(sqlTable(table)) (id, created_at, updated_at, version, deleted, data, owner)
-                VALUES (?, ?, ?, ?, false, ?::json, ?) ON CONFLICT (id) DO NOTHING RETURNING id
-                """,
-                [
-                    .text(id), .integer(row.createdAt), .integer(row.updatedAt), .integer(row.version),
-                    .text(JSONValue.object(fields).jsonString()), owner.map(SQLArgument.text) ?? .null,
-                ])
-            // Another instance inserted it since the check above.
-            if inserted.isEmpty { throw try await exists() }
-            return row
+    /// Inserts a row; an id taken (by this owner's row or another's) is ``TableStorageError/Code/exists``.
+    private func insert(
+        _ connection: PostgresConnection, _ table: String, id: String, fields: JSONObject, owner: String?
+    ) async throws -> TableRow {
+        func exists() async throws -> TableStorageError {
+            let existing = try await fetchOwned(connection, table, id: id)
+            // Another owner's row is not shown: only that the id is taken.
+            let visible = existing.map { owner == nil || $0.owner == owner } ?? false
+            return TableStorageError(
+                code: .exists, message: "an item with id '\(id)' exists", current: visible ? existing?.row : nil)
         }
+        if try await fetchOwned(connection, table, id: id) != nil { throw try await exists() }
+        let clock = try await tick(connection)
+        let row = TableRow(
+            id: id, createdAt: clock.updatedAt, updatedAt: clock.updatedAt, version: clock.version, deleted: false,
+            fields: fields)
+        let inserted = try await Self.rows(
+            connection,
+            """
+            INSERT INTO \(sqlTable(table)) (id, created_at, updated_at, version, deleted, data, owner)
+            VALUES (?, ?, ?, ?, false, ?::json, ?) ON CONFLICT (id) DO NOTHING RETURNING id
+            """,
+            [
+                .text(id), .integer(row.createdAt), .integer(row.updatedAt), .integer(row.version),
+                .text(JSONValue.object(fields).jsonString()), owner.map(SQLArgument.text) ?? .null,
+            ])
+        // Another instance inserted it since the check above.
+        if inserted.isEmpty { throw try await exists() }
+        return row
     }
 
     func row(_ table: String, id: String, owner: String?) async throws(TableStorageError) -> TableRow? {
@@ -270,26 +269,58 @@ final class PostgresTableStorage: TableStorage {
     /// The database clock in microseconds, as the idempotency records' times are kept.
     private static let clockMicros = "floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 
-    /// Runs a write in one transaction under its idempotency key (see ``TableStorage``): a live
-    /// record of the key answers instead (``TableStorageError/Code/replayed``), and a write that
-    /// succeeds is recorded in its own transaction. Two instances writing under one key at once:
-    /// the second's record waits for the first's commit and then finds it, so its write is rolled
+    /// Applies `writes` (see ``TableStorage``). Several go in one transaction that takes the
+    /// clock's row first: no other writer (of any instance) commits meanwhile, so the checks of
+    /// each write hold until the commit and a write refused changed nothing but the clock. Should
+    /// that transaction fail all the same (a race lost, a statement failed), it is rolled back
+    /// whole and each write is applied on its own instead.
+    func apply(_ writes: [TableWrite]) async -> [Result<TableRow, TableStorageError>] {
+        if writes.count > 1 {
+            do {
+                return try await attempt { connection in
+                    try await lockClock(connection)
+                    var results: [Result<TableRow, TableStorageError>] = []
+                    results.reserveCapacity(writes.count)
+                    for write in writes {
+                        do {
+                            results.append(.success(try await keyed(connection, write)))
+                        } catch let error as TableStorageError {
+                            results.append(.failure(error))
+                        }
+                    }
+                    return results
+                }
+            } catch {
+                // Rolled back: nothing of the batch was written. Each write on its own below.
+            }
+        }
+        var results: [Result<TableRow, TableStorageError>] = []
+        for write in writes {
+            do throws(TableStorageError) {
+                results.append(.success(try await single(write)))
+            } catch {
+                results.append(.failure(error))
+            }
+        }
+        return results
+    }
+
+    /// Takes the clock's row for the rest of the transaction. Every write does so before it
+    /// locks any row, so two writers never wait for each other's rows (no deadlock).
+    private func lockClock(_ connection: PostgresConnection) async throws {
+        _ = try await Self.rows(connection, "SELECT id FROM \(schema).flatland_table_clock WHERE id = 1 FOR UPDATE")
+    }
+
+    /// One write in a transaction of its own. Two instances writing under one key at once: the
+    /// second's record waits for the first's commit and then finds it, so its write is rolled
     /// back and tried again, and answered from the first's record. A lost race with another
     /// writer of the row is tried again the same way.
-    private func keyed(
-        _ idempotency: TableIdempotency?, _ body: @escaping @Sendable (PostgresConnection) async throws -> TableRow
-    ) async throws(TableStorageError) -> TableRow {
+    private func single(_ write: TableWrite) async throws(TableStorageError) -> TableRow {
         for _ in 0..<100 {
             do {
                 return try await attempt { connection in
-                    if let idempotency, let record = try await remembered(connection, idempotency) {
-                        throw TableStorageError(
-                            code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before",
-                            replay: record)
-                    }
-                    let row = try await body(connection)
-                    if let idempotency { try await remember(connection, idempotency, row) }
-                    return row
+                    try await lockClock(connection)
+                    return try await keyed(connection, write)
                 }
             } catch is LostRace {
                 continue
@@ -298,6 +329,33 @@ final class PostgresTableStorage: TableStorage {
             }
         }
         throw TableStorageError(code: .storage, message: "the item kept changing while it was written")
+    }
+
+    /// One write under its idempotency key (see ``TableStorage``): a live record of the key
+    /// answers instead (``TableStorageError/Code/replayed``), and a write that succeeds is
+    /// recorded with it.
+    private func keyed(_ connection: PostgresConnection, _ write: TableWrite) async throws -> TableRow {
+        if let idempotency = write.idempotency, let record = try await remembered(connection, idempotency) {
+            throw TableStorageError(
+                code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before", replay: record)
+        }
+        let row: TableRow
+        switch write.kind {
+        case .insert(let fields):
+            row = try await insert(connection, write.table, id: write.id, fields: fields, owner: write.owner)
+        case .update(let fields, let replace, let allowDeleted):
+            row = try await self.write(connection, write, allowDeleted: allowDeleted) { row in
+                row.fields = replace ? fields : row.fields.merging(fields)
+            }
+        case .delete(let soft):
+            row = try await self.write(connection, write, allowDeleted: false, remove: !soft) { row in
+                row.deleted = true
+            }
+        case .undelete:
+            row = try await self.write(connection, write, allowDeleted: true) { row in row.deleted = false }
+        }
+        if let idempotency = write.idempotency { try await remember(connection, idempotency, row) }
+        return row
     }
 
     /// The live record of a key, if any.
@@ -354,77 +412,43 @@ final class PostgresTableStorage: TableStorage {
     /// `UPDATE … WHERE id = $1 AND version = $2` (or deletes it): a row changed meanwhile is a
     /// lost race, retried, so the check is made again on the new row.
     private func write(
-        _ table: String, id: String, expectedVersion: Int64?, allowDeleted: Bool, owner: String?,
-        idempotency: TableIdempotency?, remove: Bool = false, _ change: @escaping @Sendable (inout TableRow) -> Void
-    ) async throws(TableStorageError) -> TableRow {
-        try await keyed(idempotency) { [self] connection in
-            guard let found = try await fetchOwned(connection, table, id: id),
-                owner == nil || found.owner == owner
-            else { throw TableStorageError(code: .notFound, message: "The item does not exist") }
-            var row = found.row
-            if row.deleted, !allowDeleted {
-                throw TableStorageError(code: .deleted, message: "The item is deleted", current: row)
-            }
-            if let expectedVersion, expectedVersion != row.version {
-                throw TableStorageError(
-                    code: .versionMismatch, message: "the item has changed since version was read",
-                    current: row)
-            }
-            let read = row.version
-            let written: [PostgresRow]
-            if remove {
-                written = try await Self.rows(
-                    connection, "DELETE FROM \(sqlTable(table)) WHERE id = ? AND version = ? RETURNING id",
-                    [.text(id), .integer(read)])
-            } else {
-                change(&row)
-                (row.updatedAt, row.version) = try await tick(connection)
-                written = try await Self.rows(
-                    connection,
-                    """
-                    UPDATE \(sqlTable(table)) SET updated_at = ?, version = ?, deleted = ?, data = ?::json
-                    WHERE id = ? AND version = ? RETURNING id
-                    """,
-                    [
-                        .integer(row.updatedAt), .integer(row.version), .bool(row.deleted),
-                        .text(JSONValue.object(row.fields).jsonString()), .text(id), .integer(read),
-                    ])
-            }
-            guard !written.isEmpty else { throw LostRace() }
-            return row
+        _ connection: PostgresConnection, _ write: TableWrite, allowDeleted: Bool, remove: Bool = false,
+        _ change: (inout TableRow) -> Void
+    ) async throws -> TableRow {
+        let (table, id, owner) = (write.table, write.id, write.owner)
+        guard let found = try await fetchOwned(connection, table, id: id), owner == nil || found.owner == owner else {
+            throw TableStorageError(code: .notFound, message: "The item does not exist")
         }
-    }
-
-    func update(
-        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool,
-        owner: String?, idempotency: TableIdempotency?
-    ) async throws(TableStorageError) -> TableRow {
-        try await write(
-            table, id: id, expectedVersion: expectedVersion, allowDeleted: allowDeleted, owner: owner,
-            idempotency: idempotency
-        ) { row in
-            row.fields = replace ? fields : row.fields.merging(fields)
+        var row = found.row
+        if row.deleted, !allowDeleted {
+            throw TableStorageError(code: .deleted, message: "The item is deleted", current: row)
         }
-    }
-
-    func delete(
-        _ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String?, idempotency: TableIdempotency?
-    ) async throws(TableStorageError) -> TableRow {
-        try await write(
-            table, id: id, expectedVersion: expectedVersion, allowDeleted: false, owner: owner,
-            idempotency: idempotency, remove: !soft
-        ) { row in row.deleted = true }
-    }
-
-    func undelete(_ table: String, id: String, expectedVersion: Int64?, owner: String?, idempotency: TableIdempotency?)
-        async throws(TableStorageError) -> TableRow
-    {
-        try await write(
-            table, id: id, expectedVersion: expectedVersion, allowDeleted: true, owner: owner,
-            idempotency: idempotency
-        ) { row in
-            row.deleted = false
+        if let expectedVersion = write.expectedVersion, expectedVersion != row.version {
+            throw TableStorageError(
+                code: .versionMismatch, message: "the item has changed since version was read", current: row)
         }
+        let read = row.version
+        let written: [PostgresRow]
+        if remove {
+            written = try await Self.rows(
+                connection, "DELETE FROM \(sqlTable(table)) WHERE id = ? AND version = ? RETURNING id",
+                [.text(id), .integer(read)])
+        } else {
+            change(&row)
+            (row.updatedAt, row.version) = try await tick(connection)
+            written = try await Self.rows(
+                connection,
+                """
+                UPDATE \(sqlTable(table)) SET updated_at = ?, version = ?, deleted = ?, data = ?::json
+                WHERE id = ? AND version = ? RETURNING id
+                """,
+                [
+                    .integer(row.updatedAt), .integer(row.version), .bool(row.deleted),
+                    .text(JSONValue.object(row.fields).jsonString()), .text(id), .integer(read),
+                ])
+        }
+        guard !written.isEmpty else { throw LostRace() }
+        return row
     }
 
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (

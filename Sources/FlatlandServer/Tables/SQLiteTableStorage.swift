@@ -6,8 +6,9 @@ import GRDB
 /// The table server's rows in SQLite, through GRDB: one SQL table per declared table, the row's
 /// fields as JSON beside its system columns, and one clock for `updatedAt` and `version`.
 ///
-/// Writes go through GRDB's writer queue (off Swift's cooperative pool) in one transaction each;
-/// reads run concurrently with them on a file (WAL).
+/// Writes go through GRDB's writer queue (off Swift's cooperative pool), the writes of one
+/// ``apply(_:)`` in one transaction, each in a savepoint; reads run concurrently with them on a
+/// file (WAL). The statements writes run are compiled once per connection and kept.
 final class SQLiteTableStorage: TableStorage {
     private let writer: any DatabaseWriter
     private let now: @Sendable () -> Int64
@@ -44,53 +45,79 @@ final class SQLiteTableStorage: TableStorage {
         try await access(writing: true, body)
     }
 
-    /// Runs a write in one transaction under its idempotency key (see ``TableStorage``): a live
-    /// record of the key answers instead (``TableStorageError/Code/replayed``), and a write that
-    /// succeeds is recorded in its own transaction.
-    private func write(
-        _ idempotency: TableIdempotency?, _ body: @escaping @Sendable (Database) throws -> TableRow
-    ) async throws(TableStorageError) -> TableRow {
-        try await run { db in
-            let now = self.now()
-            if let idempotency, let record = try Self.remembered(db, idempotency, now: now) {
-                throw TableStorageError(
-                    code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before",
-                    replay: record)
+    /// Applies each write in a savepoint of one transaction (see ``TableStorage``).
+    func apply(_ writes: [TableWrite]) async -> [Result<TableRow, TableStorageError>] {
+        guard !writes.isEmpty else { return [] }
+        do {
+            return try await run { db in
+                var results: [Result<TableRow, TableStorageError>] = []
+                results.reserveCapacity(writes.count)
+                for write in writes {
+                    var result: Result<TableRow, TableStorageError>?
+                    try db.inSavepoint {
+                        do {
+                            result = .success(try self.keyed(db, write))
+                            return .commit
+                        } catch let error as TableStorageError {
+                            result = .failure(error)
+                        } catch {
+                            result = .failure(
+                                TableStorageError(code: .storage, message: "the tables' database failed: \(error)"))
+                        }
+                        return .rollback
+                    }
+                    results.append(
+                        result ?? .failure(TableStorageError(code: .storage, message: "the write was not applied")))
+                }
+                return results
             }
-            let row = try body(db)
-            if let idempotency { try Self.remember(db, idempotency, row, now: now) }
-            return row
+        } catch {
+            return writes.map { _ in .failure(error) }
         }
+    }
+
+    /// One write under its idempotency key: a live record of the key answers instead
+    /// (``TableStorageError/Code/replayed``), and a write that succeeds is recorded with it.
+    private func keyed(_ db: Database, _ write: TableWrite) throws -> TableRow {
+        let now = self.now()
+        if let idempotency = write.idempotency, let record = try Self.remembered(db, idempotency, now: now) {
+            throw TableStorageError(
+                code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before", replay: record)
+        }
+        let (row, data) = try perform(db, write)
+        if let idempotency = write.idempotency { try Self.remember(db, idempotency, row, data: data, now: now) }
+        return row
     }
 
     /// The live record of a key, if any.
     private static func remembered(_ db: Database, _ key: TableIdempotency, now: Int64) throws
         -> TableIdempotencyRecord?
     {
-        try Row.fetchOne(
-            db,
+        let statement = try db.cachedStatement(
             sql: """
                 SELECT row_id, created_at, updated_at, version, deleted, data, method, path, status
                 FROM flatland_table_idempotency WHERE scope = ? AND key = ? AND expires_at > ?
-                """,
-            arguments: [key.scope, key.key, now]
-        ).map { row in
+                """)
+        return try Row.fetchOne(statement, arguments: [key.scope, key.key, now]).map { row in
             TableIdempotencyRecord(method: row[6], path: row[7], status: row[8], row: try decode(row))
         }
     }
 
-    /// Records a write under its key; every 128th version also prunes the records past their time.
-    private static func remember(_ db: Database, _ key: TableIdempotency, _ row: TableRow, now: Int64) throws {
-        try db.execute(
+    /// Records a write under its key (`data`: the row's fields as stored); every 128th version
+    /// also prunes the records past their time.
+    private static func remember(_ db: Database, _ key: TableIdempotency, _ row: TableRow, data: String, now: Int64)
+        throws
+    {
+        try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO flatland_table_idempotency
                 (scope, key, method, path, status, row_id, created_at, updated_at, version, deleted, data, expires_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [
-                key.scope, key.key, key.method, key.path, key.status, row.id, row.createdAt, row.updatedAt,
-                row.version, row.deleted ? 1 : 0, JSONValue.object(row.fields).jsonString(), now + key.ttl,
-            ])
+                """
+        ).execute(arguments: [
+            key.scope, key.key, key.method, key.path, key.status, row.id, row.createdAt, row.updatedAt,
+            row.version, row.deleted ? 1 : 0, data, now + key.ttl,
+        ])
         if row.version % 128 == 0 {
             try db.execute(sql: "DELETE FROM flatland_table_idempotency WHERE expires_at <= ?", arguments: [now])
         }
@@ -155,14 +182,15 @@ final class SQLiteTableStorage: TableStorage {
 
     /// The next `updatedAt` and `version`: the clock's time, or one microsecond past the last one.
     private func tick(_ db: Database) throws -> (updatedAt: Int64, version: Int64) {
-        guard let row = try Row.fetchOne(db, sql: "SELECT updated_at, version FROM flatland_table_clock WHERE id = 1")
-        else { throw TableStorageError(code: .storage, message: "the tables' clock is missing") }
+        let read = try db.cachedStatement(sql: "SELECT updated_at, version FROM flatland_table_clock WHERE id = 1")
+        guard let row = try Row.fetchOne(read) else {
+            throw TableStorageError(code: .storage, message: "the tables' clock is missing")
+        }
         let last: Int64 = row[0]
         let version: Int64 = row[1]
         let next = (updatedAt: max(now(), last + 1), version: version + 1)
-        try db.execute(
-            sql: "UPDATE flatland_table_clock SET updated_at = ?, version = ? WHERE id = 1",
-            arguments: [next.updatedAt, next.version])
+        try db.cachedStatement(sql: "UPDATE flatland_table_clock SET updated_at = ?, version = ? WHERE id = 1")
+            .execute(arguments: [next.updatedAt, next.version])
         return next
     }
 
@@ -175,12 +203,10 @@ final class SQLiteTableStorage: TableStorage {
     private static func fetchOwned(_ db: Database, _ table: String, id: String) throws -> (
         row: TableRow, owner: String?
     )? {
-        try Row.fetchOne(
-            db,
-            sql:
-                "SELECT id, created_at, updated_at, version, deleted, data, owner FROM \(sqlTable(table)) WHERE id = ?",
-            arguments: [id]
-        ).map { (try decode($0), $0[6]) }
+        let statement = try db.cachedStatement(
+            sql: "SELECT id, created_at, updated_at, version, deleted, data, owner FROM \(sqlTable(table)) WHERE id = ?"
+        )
+        return try Row.fetchOne(statement, arguments: [id]).map { (try decode($0), $0[6]) }
     }
 
     private static func decode(_ row: Row) throws -> TableRow {
@@ -193,42 +219,67 @@ final class SQLiteTableStorage: TableStorage {
             fields: fields)
     }
 
+    /// Writes `row` (inserted, or over the row of its id) and returns its fields as stored.
     private static func write(
         _ db: Database, _ table: String, _ row: TableRow, insert: Bool, owner: String? = nil
-    ) throws {
+    ) throws -> String {
         let data = JSONValue.object(row.fields).jsonString()
         if insert {
-            try db.execute(
+            try db.cachedStatement(
                 sql:
-                    "INSERT INTO \(sqlTable(table)) (id, created_at, updated_at, version, deleted, data, owner) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                arguments: [row.id, row.createdAt, row.updatedAt, row.version, row.deleted ? 1 : 0, data, owner])
+                    "INSERT INTO \(sqlTable(table)) (id, created_at, updated_at, version, deleted, data, owner) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            ).execute(arguments: [
+                row.id, row.createdAt, row.updatedAt, row.version, row.deleted ? 1 : 0, data, owner,
+            ])
         } else {
-            try db.execute(
-                sql: "UPDATE \(sqlTable(table)) SET updated_at = ?, version = ?, deleted = ?, data = ? WHERE id = ?",
-                arguments: [row.updatedAt, row.version, row.deleted ? 1 : 0, data, row.id])
+            try db.cachedStatement(
+                sql: "UPDATE \(sqlTable(table)) SET updated_at = ?, version = ?, deleted = ?, data = ? WHERE id = ?"
+            ).execute(arguments: [row.updatedAt, row.version, row.deleted ? 1 : 0, data, row.id])
         }
+        return data
     }
 
-    func insert(
-        _ table: String, id: String, fields: JSONObject, owner: String? = nil, idempotency: TableIdempotency? = nil
-    ) async throws(TableStorageError) -> TableRow {
-        try await write(idempotency) { db in
+    /// One write, without its key: the row it answers with, and its fields as stored.
+    private func perform(_ db: Database, _ write: TableWrite) throws -> (TableRow, String) {
+        let (table, id, owner) = (write.table, write.id, write.owner)
+        switch write.kind {
+        case .insert(let fields):
             if let existing = try Self.fetchOwned(db, table, id: id) {
                 // Another owner's row is not shown: only that the id is taken.
                 let visible = owner == nil || existing.owner == owner
                 throw TableStorageError(
                     code: .exists, message: "an item with id '\(id)' exists", current: visible ? existing.row : nil)
             }
-            let clock = try self.tick(db)
+            let clock = try tick(db)
             let row = TableRow(
                 id: id, createdAt: clock.updatedAt, updatedAt: clock.updatedAt, version: clock.version, deleted: false,
                 fields: fields)
-            try Self.write(db, table, row, insert: true, owner: owner)
-            return row
+            return (row, try Self.write(db, table, row, insert: true, owner: owner))
+        case .update(let fields, let replace, let allowDeleted):
+            var row = try Self.current(
+                db, table, id: id, expectedVersion: write.expectedVersion, allowDeleted: allowDeleted, owner: owner)
+            row.fields = replace ? fields : row.fields.merging(fields)
+            (row.updatedAt, row.version) = try tick(db)
+            return (row, try Self.write(db, table, row, insert: false))
+        case .delete(let soft):
+            var row = try Self.current(
+                db, table, id: id, expectedVersion: write.expectedVersion, allowDeleted: false, owner: owner)
+            guard soft else {
+                try db.cachedStatement(sql: "DELETE FROM \(Self.sqlTable(table)) WHERE id = ?").execute(arguments: [id])
+                return (row, JSONValue.object(row.fields).jsonString())
+            }
+            row.deleted = true
+            (row.updatedAt, row.version) = try tick(db)
+            return (row, try Self.write(db, table, row, insert: false))
+        case .undelete:
+            var row = try Self.current(db, table, id: id, expectedVersion: write.expectedVersion, owner: owner)
+            row.deleted = false
+            (row.updatedAt, row.version) = try tick(db)
+            return (row, try Self.write(db, table, row, insert: false))
         }
     }
 
-    func row(_ table: String, id: String, owner: String? = nil) async throws(TableStorageError) -> TableRow? {
+    func row(_ table: String, id: String, owner: String?) async throws(TableStorageError) -> TableRow? {
         try await read { db in try Self.fetch(db, table, id: id, owner: owner) }
     }
 
@@ -248,50 +299,6 @@ final class SQLiteTableStorage: TableStorage {
                 code: .versionMismatch, message: "the item has changed since version was read", current: row)
         }
         return row
-    }
-
-    func update(
-        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool,
-        owner: String? = nil, idempotency: TableIdempotency? = nil
-    ) async throws(TableStorageError) -> TableRow {
-        try await write(idempotency) { db in
-            var row = try Self.current(
-                db, table, id: id, expectedVersion: expectedVersion, allowDeleted: allowDeleted, owner: owner)
-            row.fields = replace ? fields : row.fields.merging(fields)
-            (row.updatedAt, row.version) = try self.tick(db)
-            try Self.write(db, table, row, insert: false)
-            return row
-        }
-    }
-
-    func delete(
-        _ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String? = nil,
-        idempotency: TableIdempotency? = nil
-    ) async throws(TableStorageError) -> TableRow {
-        try await write(idempotency) { db in
-            var row = try Self.current(
-                db, table, id: id, expectedVersion: expectedVersion, allowDeleted: false, owner: owner)
-            if soft {
-                row.deleted = true
-                (row.updatedAt, row.version) = try self.tick(db)
-                try Self.write(db, table, row, insert: false)
-            } else {
-                try db.execute(sql: "DELETE FROM \(Self.sqlTable(table)) WHERE id = ?", arguments: [id])
-            }
-            return row
-        }
-    }
-
-    func undelete(
-        _ table: String, id: String, expectedVersion: Int64?, owner: String? = nil, idempotency: TableIdempotency? = nil
-    ) async throws(TableStorageError) -> TableRow {
-        try await write(idempotency) { db in
-            var row = try Self.current(db, table, id: id, expectedVersion: expectedVersion, owner: owner)
-            row.deleted = false
-            (row.updatedAt, row.version) = try self.tick(db)
-            try Self.write(db, table, row, insert: false)
-            return row
-        }
     }
 
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (

@@ -103,17 +103,37 @@ struct TableAPI: Sendable {
     }
 }
 
+/// What a write request comes to: the write for the storage and how its result is answered,
+/// or the reply that refuses the request before any write.
+enum PreparedWrite {
+    case reply(SampleAPI.Reply)
+    case write(TableWrite, answer: @Sendable (Result<TableRow, TableStorageError>) -> SampleAPI.Reply)
+}
+
 extension TableRequest {
     /// Serves a request to one row (or an insert), by its method.
     func route() async -> Reply {
+        if method == "GET", let id { return await lookup(id) }
+        switch prepareWrite() {
+        case .reply(let reply):
+            return reply
+        case .write(let write, let answer):
+            let result =
+                await api.storage.apply([write]).first
+                ?? .failure(TableStorageError(code: .storage, message: "the storage answered no write"))
+            return answer(result)
+        }
+    }
+
+    /// The write this request asks for (by its method), or the reply that refuses it.
+    func prepareWrite() -> PreparedWrite {
         switch (method, id) {
-        case ("GET", let id?): return await lookup(id)
-        case ("POST", nil): return await insert()
-        case ("POST", let id?): return await undelete(id)
-        case ("PATCH", let id?): return await update(id, replace: false)
-        case ("PUT", let id?): return await update(id, replace: true)
-        case ("DELETE", let id?): return await delete(id)
-        default: return TableAPI.error(405, "\(method) is not allowed on \(rowPath)")
+        case ("POST", nil): return insert()
+        case ("POST", let id?): return undelete(id)
+        case ("PATCH", let id?): return update(id, replace: false)
+        case ("PUT", let id?): return update(id, replace: true)
+        case ("DELETE", let id?): return delete(id)
+        default: return .reply(TableAPI.error(405, "\(method) is not allowed on \(rowPath)"))
         }
     }
 }
@@ -205,7 +225,7 @@ extension TableAPI {
 }
 
 /// One request to a table.
-struct TableRequest {
+struct TableRequest: Sendable {
     let api: TableAPI
     let table: TableDefinition
     let wire: TableWire
@@ -358,22 +378,26 @@ struct TableRequest {
         return rowReply(row)
     }
 
-    func insert() async -> Reply {
+    func insert() -> PreparedWrite {
         let parsed: (fields: JSONObject, id: String?, version: String?)
         switch parseBody() {
-        case .failure(let refusal): return refusal.reply
+        case .failure(let refusal): return .reply(refusal.reply)
         case .success(let p): parsed = p
         }
         let id = parsed.id ?? UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        if let problem = TableAPI.idProblem(id) { return TableAPI.error(400, problem) }
-        do {
-            let row = try await storage.insert(
-                table.name, id: id, fields: parsed.fields, owner: owner, idempotency: idempotency(status: 201))
-            var reply = rowReply(row, status: 201)
-            reply.headers.append(("Location", baseURL + TableQueryPath.rowPath(table.name, id)))
-            return reply
-        } catch {
-            return failure(error)
+        if let problem = TableAPI.idProblem(id) { return .reply(TableAPI.error(400, problem)) }
+        let write = TableWrite(
+            table: table.name, id: id, kind: .insert(fields: parsed.fields), owner: owner,
+            idempotency: idempotency(status: 201))
+        return .write(write) { [self] result in
+            switch result {
+            case .success(let row):
+                var reply = rowReply(row, status: 201)
+                reply.headers.append(("Location", baseURL + TableQueryPath.rowPath(table.name, id)))
+                return reply
+            case .failure(let error):
+                return failure(error)
+            }
         }
     }
 
@@ -390,48 +414,48 @@ struct TableRequest {
         return rowReply(current, status: fromHeader ? 412 : 409)
     }
 
-    func update(_ id: String, replace: Bool) async -> Reply {
+    /// A write to an existing row, answered by `success` or as a conditional write fails.
+    private func conditionalWrite(
+        _ id: String, _ kind: TableWrite.Kind, expected: (version: Int64?, fromHeader: Bool), status: Int,
+        success: @escaping @Sendable (TableRow) -> Reply
+    ) -> PreparedWrite {
+        let write = TableWrite(
+            table: table.name, id: id, kind: kind, expectedVersion: expected.version, owner: owner,
+            idempotency: idempotency(status: status))
+        return .write(write) { [self] result in
+            switch result {
+            case .success(let row): return success(row)
+            case .failure(let error): return conditional(expected.fromHeader, error)
+            }
+        }
+    }
+
+    func update(_ id: String, replace: Bool) -> PreparedWrite {
         let parsed: (fields: JSONObject, id: String?, version: String?)
         switch parseBody() {
-        case .failure(let refusal): return refusal.reply
+        case .failure(let refusal): return .reply(refusal.reply)
         case .success(let p): parsed = p
         }
         if let bodyID = parsed.id, bodyID != id {
-            return TableAPI.error(400, "the body's id '\(bodyID)' is not the id in the path")
+            return .reply(TableAPI.error(400, "the body's id '\(bodyID)' is not the id in the path"))
         }
-        let expected = expectation(bodyVersion: parsed.version)
-        do {
-            let row = try await storage.update(
-                table.name, id: id, fields: parsed.fields, replace: replace, expectedVersion: expected.version,
-                allowDeleted: wire.version != .v3 || includeDeleted, owner: owner, idempotency: idempotency(status: 200)
-            )
-            return rowReply(row)
-        } catch {
-            return conditional(expected.fromHeader, error)
+        let kind = TableWrite.Kind.update(
+            fields: parsed.fields, replace: replace, allowDeleted: wire.version != .v3 || includeDeleted)
+        return conditionalWrite(id, kind, expected: expectation(bodyVersion: parsed.version), status: 200) {
+            [self] row in rowReply(row)
         }
     }
 
-    func delete(_ id: String) async -> Reply {
-        let expected = expectation(bodyVersion: nil)
-        do {
-            let row = try await storage.delete(
-                table.name, id: id, soft: table.softDelete, expectedVersion: expected.version, owner: owner,
-                idempotency: idempotency(status: wire.version == .v3 ? 204 : 200))
-            return wire.version == .v3 ? Reply(status: 204) : rowReply(row)
-        } catch {
-            return conditional(expected.fromHeader, error)
-        }
+    func delete(_ id: String) -> PreparedWrite {
+        let v3 = wire.version == .v3
+        return conditionalWrite(
+            id, .delete(soft: table.softDelete), expected: expectation(bodyVersion: nil), status: v3 ? 204 : 200
+        ) { [self] row in v3 ? Reply(status: 204) : rowReply(row) }
     }
 
-    func undelete(_ id: String) async -> Reply {
-        let expected = expectation(bodyVersion: nil)
-        do {
-            let row = try await storage.undelete(
-                table.name, id: id, expectedVersion: expected.version, owner: owner,
-                idempotency: idempotency(status: 200))
-            return rowReply(row)
-        } catch {
-            return conditional(expected.fromHeader, error)
+    func undelete(_ id: String) -> PreparedWrite {
+        conditionalWrite(id, .undelete, expected: expectation(bodyVersion: nil), status: 200) { [self] row in
+            rowReply(row)
         }
     }
 

@@ -126,7 +126,8 @@ extension TableAPI {
         return .success(operations)
     }
 
-    /// Applies each operation on its own, in order, as its single request would be, and answers
+    /// Applies each operation on its own, in order, as its single request would be (all of them
+    /// in one transaction of the storage, each in a savepoint of it), and answers
     /// `{"results":[{"key","status","etag","item"|"error","replayed"}…]}`.
     private func batch(
         _ body: [UInt8], wire: TableWire, query: [String: String], headers: [String: String], baseURL: String,
@@ -152,35 +153,48 @@ extension TableAPI {
         var base = headers
         base["if-match"] = nil
         base["idempotency-key"] = nil
-        var results: [JSONValue] = []
+        // Each operation's write, or the reply that refuses it; the writes then go to the
+        // storage together: one transaction, each write on its own in it.
+        var replies: [Reply?] = []
+        var writes: [TableWrite] = []
+        var answers: [(index: Int, answer: @Sendable (Result<TableRow, TableStorageError>) -> Reply)] = []
         var loseResponse = false
         for (operation, owner) in zip(operations, owners) {
-            var reply: Reply
-            if let table = tables[operation.table.lowercased()] {
-                var opHeaders = base
-                opHeaders["if-match"] = operation.ifMatch
-                opHeaders["idempotency-key"] = operation.key
-                let request = TableRequest(
-                    api: self, table: table, wire: wire, query: query, headers: opHeaders, body: operation.body,
-                    baseURL: baseURL, owner: owner, method: operation.method, id: operation.id,
-                    scope: Self.scope(caller))
-                // A fault injected for the operation's own request (tests): it takes it here.
-                switch faults?.take(method: operation.method, path: request.rowPath) {
-                case .fail(let status, _)?:
-                    reply = Self.error(status, "injected failure")
-                case .delay(let duration)?:
-                    try? await Task.sleep(for: duration)
-                    reply = await request.route()
-                case .loseResponse?, .dropMidBody?:
-                    loseResponse = true
-                    reply = await request.route()
-                case nil:
-                    reply = await request.route()
-                }
-            } else {
-                reply = Self.error(404, "no table '\(operation.table)'")
+            guard let table = tables[operation.table.lowercased()] else {
+                replies.append(Self.error(404, "no table '\(operation.table)'"))
+                continue
             }
-            results.append(Self.result(reply, key: operation.key))
+            var opHeaders = base
+            opHeaders["if-match"] = operation.ifMatch
+            opHeaders["idempotency-key"] = operation.key
+            let request = TableRequest(
+                api: self, table: table, wire: wire, query: query, headers: opHeaders, body: operation.body,
+                baseURL: baseURL, owner: owner, method: operation.method, id: operation.id, scope: Self.scope(caller))
+            // A fault injected for the operation's own request (tests): it takes it here.
+            switch faults?.take(method: operation.method, path: request.rowPath) {
+            case .fail(let status, _)?:
+                replies.append(Self.error(status, "injected failure"))
+                continue
+            case .delay(let duration)?:
+                try? await Task.sleep(for: duration)
+            case .loseResponse?, .dropMidBody?:
+                loseResponse = true
+            case nil:
+                break
+            }
+            switch request.prepareWrite() {
+            case .reply(let reply):
+                replies.append(reply)
+            case .write(let write, let answer):
+                answers.append((replies.count, answer))
+                writes.append(write)
+                replies.append(nil)
+            }
+        }
+        let applied = await storage.apply(writes)
+        for ((index, answer), result) in zip(answers, applied) { replies[index] = answer(result) }
+        let results = zip(operations, replies).map { operation, reply in
+            Self.result(reply ?? Self.error(500, "the storage answered no write"), key: operation.key)
         }
         var reply = Reply(status: 200, body: JSONValue.object(["results": .array(results)]).jsonBytes)
         if loseResponse { reply.headers.append((Self.loseResponseMarker, "1")) }

@@ -41,46 +41,113 @@ struct TableStorageError: Error, Sendable, CustomStringConvertible {
     var description: String { message }
 }
 
-/// Where the table server keeps its rows: SQLite (embedded) today.
+/// One write of a table's row, as a storage applies it (see ``TableStorage/apply(_:)``).
+struct TableWrite: Sendable {
+    enum Kind: Sendable {
+        /// A new row with these fields; fails with ``TableStorageError/Code/exists`` (and the
+        /// existing row, when the caller may see it).
+        case insert(fields: JSONObject)
+        /// Fields written into the row: merged (PATCH) or replacing them (PUT). With
+        /// `allowDeleted` false, a soft-deleted row fails with ``TableStorageError/Code/deleted``.
+        case update(fields: JSONObject, replace: Bool, allowDeleted: Bool)
+        /// The row marked deleted (soft) or removed; the write answers with the row as it ends.
+        /// A row already soft-deleted fails with ``TableStorageError/Code/deleted``.
+        case delete(soft: Bool)
+        /// The row's `deleted` mark cleared.
+        case undelete
+    }
+
+    var table: String
+    var id: String
+    var kind: Kind
+    /// The version the row must have (else ``TableStorageError/Code/versionMismatch``); nil: any.
+    /// Not used by an insert.
+    var expectedVersion: Int64? = nil
+    /// The owner the write is scoped to (a ``TableAccess/perUser`` table's caller); nil: none.
+    var owner: String? = nil
+    /// The key that makes the write repeatable; nil: none.
+    var idempotency: TableIdempotency? = nil
+}
+
+/// Where the table server keeps its rows: SQLite (embedded) or PostgreSQL.
 ///
-/// Every write is one transaction; `updatedAt` comes from the storage's clock and is strictly
-/// increasing over every write, `version` from its counter.
+/// Writes go through ``apply(_:)``: each write on its own (a savepoint), all of one call in one
+/// transaction, so that a batch of a thousand writes costs one commit and one that fails leaves
+/// nothing of itself while the others stand. `updatedAt` comes from the storage's clock and is
+/// strictly increasing over every write, `version` from its counter.
 ///
 /// `owner` scopes a call to one user's rows (``TableAccess/perUser``): an insert records it, and
 /// every other call sees a row of another owner (or of none) as absent; an insert of such an id
 /// fails with ``TableStorageError/Code/exists`` without the row. Nil sees every row.
 ///
 /// `idempotency` (on every write; nil: none) makes a write repeatable (see
-/// ``TableIdempotency``): inside the write's transaction, before anything else, a live record of
+/// ``TableIdempotency``): inside the write's savepoint, before anything else, a live record of
 /// the same scope and key fails the write with ``TableStorageError/Code/replayed`` and that
 /// record; otherwise a successful write records itself (the row it answers with) in the same
-/// transaction, to live `ttl`. A failed write records nothing. Records past their time are
-/// never answered and are pruned now and then by later writes.
+/// savepoint, to live `ttl`. A failed write records nothing. Records past their time are never
+/// answered and are pruned now and then by later writes.
 protocol TableStorage: Sendable {
     /// Creates what the tables need (idempotent).
     func prepare(_ tables: [TableDefinition]) async throws(TableStorageError)
-    /// Inserts a row; fails with ``TableStorageError/Code/exists`` (and the existing row).
-    func insert(_ table: String, id: String, fields: JSONObject, owner: String?, idempotency: TableIdempotency?)
-        async throws(TableStorageError) -> TableRow
+    /// Applies `writes` in order, each on its own, all in one transaction: one result per write,
+    /// the row it answers with or why it was refused (that write then changed nothing). When the
+    /// transaction itself fails, every write fails with ``TableStorageError/Code/storage`` and
+    /// nothing is written.
+    func apply(_ writes: [TableWrite]) async -> [Result<TableRow, TableStorageError>]
     /// The row with this id, soft-deleted or not.
     func row(_ table: String, id: String, owner: String?) async throws(TableStorageError) -> TableRow?
-    /// Writes fields into a row: merged (PATCH) or replacing them (PUT). With an expected version,
-    /// fails with ``TableStorageError/Code/versionMismatch`` unless it is the row's.
-    /// With `allowDeleted` false, a soft-deleted row fails with ``TableStorageError/Code/deleted``.
-    func update(
-        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool,
-        owner: String?, idempotency: TableIdempotency?
-    ) async throws(TableStorageError) -> TableRow
-    /// Deletes a row: marks it deleted (soft) or removes it. Returns the row as it ends. A row
-    /// already soft-deleted fails with ``TableStorageError/Code/deleted``.
-    func delete(
-        _ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String?, idempotency: TableIdempotency?
-    ) async throws(TableStorageError) -> TableRow
-    /// Clears a row's `deleted` mark.
-    func undelete(_ table: String, id: String, expectedVersion: Int64?, owner: String?, idempotency: TableIdempotency?)
-        async throws(TableStorageError) -> TableRow
     /// The rows a query selects, and their number when asked for.
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?
     )
+}
+
+extension TableStorage {
+    /// One write, in a transaction of its own.
+    func apply(_ write: TableWrite) async throws(TableStorageError) -> TableRow {
+        guard let result = await apply([write]).first else {
+            throw TableStorageError(code: .storage, message: "the storage answered no write")
+        }
+        return try result.get()
+    }
+
+    /// Inserts a row (see ``TableWrite/Kind/insert(fields:)``).
+    func insert(
+        _ table: String, id: String, fields: JSONObject, owner: String?, idempotency: TableIdempotency?
+    ) async throws(TableStorageError) -> TableRow {
+        try await apply(
+            TableWrite(table: table, id: id, kind: .insert(fields: fields), owner: owner, idempotency: idempotency))
+    }
+
+    /// Writes fields into a row (see ``TableWrite/Kind/update(fields:replace:allowDeleted:)``).
+    func update(
+        _ table: String, id: String, fields: JSONObject, replace: Bool, expectedVersion: Int64?, allowDeleted: Bool,
+        owner: String?, idempotency: TableIdempotency?
+    ) async throws(TableStorageError) -> TableRow {
+        try await apply(
+            TableWrite(
+                table: table, id: id, kind: .update(fields: fields, replace: replace, allowDeleted: allowDeleted),
+                expectedVersion: expectedVersion, owner: owner, idempotency: idempotency))
+    }
+
+    /// Deletes a row (see ``TableWrite/Kind/delete(soft:)``).
+    func delete(
+        _ table: String, id: String, soft: Bool, expectedVersion: Int64?, owner: String?,
+        idempotency: TableIdempotency?
+    ) async throws(TableStorageError) -> TableRow {
+        try await apply(
+            TableWrite(
+                table: table, id: id, kind: .delete(soft: soft), expectedVersion: expectedVersion, owner: owner,
+                idempotency: idempotency))
+    }
+
+    /// Clears a row's `deleted` mark.
+    func undelete(
+        _ table: String, id: String, expectedVersion: Int64?, owner: String?, idempotency: TableIdempotency?
+    ) async throws(TableStorageError) -> TableRow {
+        try await apply(
+            TableWrite(
+                table: table, id: id, kind: .undelete, expectedVersion: expectedVersion, owner: owner,
+                idempotency: idempotency))
+    }
 }
