@@ -209,6 +209,67 @@ struct BatchPushTests {
         }
     }
 
+    @Test func aBatchsSuccessesLandInOneCommitWithTheServersRows() async throws {
+        try await withSyncServer { _, port in
+            let device = try Device(port: port)
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            for i in 0..<6 { try todos.insert(["id": .string("g\(i)"), "text": .string("row \(i)")]) }
+            let store = device.session.store
+            let before = try store.commit(StoreChange()).commit
+            let pushed = await device.sync.push()
+            let after = try store.commit(StoreChange()).commit
+            #expect(pushed.succeeded && pushed.outcomes.map(\.result) == Array(repeating: .ok, count: 6))
+            #expect(pushed.outcomes.map(\.status) == Array(repeating: 201, count: 6))
+            // The capabilities' answer, the operations marked attempted, the batch's response
+            // (nothing of it taken as it is read), and one commit that takes every answer; one
+            // commit per operation before.
+            #expect(after - before - 1 == 4)
+            #expect(try device.sync.operations().isEmpty)
+            for i in 0..<6 {
+                let row = try #require(todos.lookup("g\(i)"))
+                #expect(row.text("text") == "row \(i)")
+                let server = try #require(try await serverRow("g\(i)", port: port))
+                #expect(row.text("version") == server.text("version"))
+                #expect(counter(row.text("version")) != nil)
+            }
+            await device.close()
+        }
+    }
+
+    @Test func aChangeQueuedWhileTheBatchIsOutIsNotOverwrittenByItsAnswer() async throws {
+        try await withSyncServer { _, port in
+            let table = Mutex<OfflineTable?>(nil)
+            // While the batch is on its way, the app changes one of its rows.
+            let meanwhile = ClosureFilter { request, next in
+                let response = try await next(request)
+                if request.url.path == "/tables/$batch" {
+                    _ = try table.withLock { try $0?.update(["id": "m1", "text": "later"]) }
+                }
+                return response
+            }
+            let device = try Device(port: port, filters: [meanwhile])
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            table.withLock { $0 = todos }
+            for i in 0..<3 { try todos.insert(["id": .string("m\(i)"), "text": "first"]) }
+            let pushed = await device.sync.push()
+            #expect(pushed.succeeded && pushed.outcomes.count == 3)
+            // The later change stays, based on the version the insert got.
+            #expect(todos.lookup("m1")?.text("text") == "later")
+            let queued = try device.sync.operations()
+            #expect(queued.map(\.itemID) == ["m1"])
+            let inserted = try #require(try await serverRow("m1", port: port))
+            #expect(queued.first?.version == inserted.text("version"))
+            #expect(todos.lookup("m0")?.text("version") == (try await serverRow("m0", port: port))?.text("version"))
+            table.withLock { $0 = nil }
+            #expect(await device.sync.push().succeeded)
+            #expect(try await serverRow("m1", port: port)?.text("text") == "later")
+            #expect(try device.sync.operations().isEmpty)
+            await device.close()
+        }
+    }
+
     @Test func aServerWithoutCapabilitiesGetsOneRequestPerOperation() async throws {
         try await withSyncServer { _, port in
             let log = RequestLog()

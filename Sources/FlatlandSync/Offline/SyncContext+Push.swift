@@ -163,9 +163,8 @@ extension SyncContext {
         _ run: [SyncOperation], total: Int, onConflict: ConflictHandler?, into result: inout PushResult
     ) async -> String? {
         // The queue may have changed while earlier operations were sent.
-        let current = run.compactMap { queued in
-            try? read { db in try SyncQueue.operation(db, sequence: queued.sequence) }
-        }
+        let current = (try? read { db in try run.compactMap { try SyncQueue.operation(db, sequence: $0.sequence) } })
+        guard let current else { return "the operation queue could not be read" }
         do {
             try transaction { db in
                 for operation in current { try SyncQueue.setState(db, sequence: operation.sequence, .attempted) }
@@ -192,8 +191,30 @@ extension SyncContext {
         // Any other failure of the batch as a whole: each operation on its own (its key makes
         // that safe whatever the batch did).
         }
-        for sent in current {
-            guard let operation = try? read({ db in try SyncQueue.operation(db, sequence: sent.sequence) }) else {
+        // The operations as they are now (a local write may have changed one meanwhile).
+        let now = (try? read { db in try current.compactMap { try SyncQueue.operation(db, sequence: $0.sequence) } })
+        guard let now else { return "the operation queue could not be read" }
+        let wasAttempted = Dictionary(current.map { ($0.sequence, $0.state == .attempted) }) { a, _ in a }
+        let sentKeys = Dictionary(current.map { ($0.sequence, $0.key) }) { a, _ in a }
+        // Plain successes in a row, of one table, are taken in one commit; anything else goes
+        // through the rules one by one, in order.
+        var plain: [(operation: SyncOperation, answer: BatchAnswer)] = []
+        for operation in now {
+            let answer = sentKeys[operation.sequence].flatMap { answers[$0] }
+            if let answer, sentKeys[operation.sequence] == operation.key, Self.isPlainSuccess(operation, answer),
+                plain.first.map({ $0.operation.table == operation.table }) ?? true
+            {
+                plain.append((operation, answer))
+                continue
+            }
+            if let reason = await settle(
+                plain, wasAttempted: wasAttempted, total: total, onConflict: onConflict, into: &result)
+            {
+                return reason
+            }
+            plain = []
+            if let answer, sentKeys[operation.sequence] == operation.key, Self.isPlainSuccess(operation, answer) {
+                plain = [(operation, answer)]
                 continue
             }
             var outcome = PushOutcome(
@@ -201,13 +222,87 @@ extension SyncContext {
                 status: nil, result: .ok)
             // Without an answer in the batch it is sent on its own, as it was before the batch.
             let step = await pushOne(
-                operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1, prepared: answers[sent.key],
-                wasAttempted: sent.state == .attempted)
+                operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1, prepared: answer,
+                wasAttempted: wasAttempted[operation.sequence] ?? false)
+            result.outcomes.append(outcome)
+            report(.push(sent: result.outcomes.count, total: total))
+            if case .abort(let reason) = step { return reason }
+        }
+        return await settle(plain, wasAttempted: wasAttempted, total: total, onConflict: onConflict, into: &result)
+    }
+
+    /// Whether an answer from a batch needs none of the push's rules beyond taking it: a 2xx
+    /// to an insert, an update or a delete.
+    static func isPlainSuccess(_ operation: SyncOperation, _ answer: BatchAnswer) -> Bool {
+        (200..<300).contains(answer.status) && batchable(operation)
+    }
+
+    /// Settles a run of plain successes of one table: the rows the server answered with and
+    /// the operations' removal from the queue, in one commit. Should that commit be refused (a
+    /// later change to one of the rows queued meanwhile, an answer that cannot be read), nothing
+    /// of it is kept and each goes through the rules on its own. Returns why the push stops, or nil.
+    private func settle(
+        _ plain: [(operation: SyncOperation, answer: BatchAnswer)], wasAttempted: [Int64: Bool], total: Int,
+        onConflict: ConflictHandler?, into result: inout PushResult
+    ) async -> String? {
+        guard !plain.isEmpty else { return nil }
+        if (try? commitTogether(plain)) != nil {
+            for (operation, answer) in plain {
+                result.outcomes.append(
+                    PushOutcome(
+                        sequence: operation.sequence, table: operation.table, id: operation.itemID,
+                        kind: operation.kind, status: answer.status, result: .ok))
+                report(.push(sent: result.outcomes.count, total: total))
+            }
+            return nil
+        }
+        for (operation, answer) in plain {
+            var outcome = PushOutcome(
+                sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
+                status: nil, result: .ok)
+            let step = await pushOne(
+                operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1, prepared: answer,
+                wasAttempted: wasAttempted[operation.sequence] ?? false)
             result.outcomes.append(outcome)
             report(.push(sent: result.outcomes.count, total: total))
             if case .abort(let reason) = step { return reason }
         }
         return nil
+    }
+
+    /// The rows of plain successes (one table) and the removal of their operations, in one
+    /// commit; throws, changing nothing, when a later change to one of the rows is queued.
+    private func commitTogether(_ plain: [(operation: SyncOperation, answer: BatchAnswer)]) throws {
+        guard let table = plain.first?.operation.table else { return }
+        let engine = engine(for: table)
+        var options = engine.ingestOptions
+        // Answers to writes, not a listing of the table.
+        options.updatesEndpointCollection = false
+        let v3 = engine.version == .v3
+        var bytes: [UInt8] = v3 ? Array(#"{"items":["#.utf8) : [UInt8(ascii: "[")]
+        var first = true
+        for (operation, answer) in plain where operation.kind != .delete && !answer.body.isEmpty {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            bytes += answer.body
+        }
+        bytes += v3 ? Array("]}".utf8) : [UInt8(ascii: "]")]
+        let ingestor = engine.store.makeIngestor(endpoint: nil, options: options)
+        try ingestor.feed(bytes)
+        let batch = try ingestor.finish()
+        let operations = plain.map(\.operation)
+        try engine.store.commit(
+            batch,
+            alongside: SQLiteTransactionWork { db in
+                for operation in operations {
+                    try SyncQueue.remove(db, sequence: operation.sequence)
+                    if try SyncQueue.hasOperation(
+                        db, table: operation.table, itemID: operation.itemID, after: operation.sequence)
+                    {
+                        throw LaterChangeDuringPush()
+                    }
+                }
+            })
     }
 
     enum PushStep {

@@ -88,7 +88,8 @@ enum SyncQueue {
     static func operations(_ db: Database, table: String? = nil) throws -> [SyncOperation] {
         if let table {
             return try Row.fetchAll(
-                db, sql: "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? ORDER BY sequence",
+                db.cachedStatement(
+                    sql: "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? ORDER BY sequence"),
                 arguments: [table]
             ).map(operation)
         }
@@ -99,18 +100,31 @@ enum SyncQueue {
     /// The operation with this sequence number.
     static func operation(_ db: Database, sequence: Int64) throws -> SyncOperation? {
         try Row.fetchOne(
-            db, sql: "SELECT \(columns) FROM flatland_sync_operations WHERE sequence = ?", arguments: [sequence]
+            db.cachedStatement(sql: "SELECT \(columns) FROM flatland_sync_operations WHERE sequence = ?"),
+            arguments: [sequence]
         ).map(operation)
     }
 
     /// The operations of one row, in queue order.
     static func operations(_ db: Database, table: String, itemID: String) throws -> [SyncOperation] {
         try Row.fetchAll(
-            db,
-            sql:
-                "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? AND item_id = ? ORDER BY sequence",
+            db.cachedStatement(
+                sql:
+                    "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? AND item_id = ? ORDER BY sequence"
+            ),
             arguments: [table, itemID]
         ).map(operation)
+    }
+
+    /// Whether an operation of the row comes after `sequence` in the queue.
+    static func hasOperation(_ db: Database, table: String, itemID: String, after sequence: Int64) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM flatland_sync_operations
+                    WHERE table_name = ? AND item_id = ? AND sequence > ?)
+                    """),
+            arguments: [table, itemID, sequence]) ?? false
     }
 
     /// The server ids of `table`'s rows with an operation in the queue.
@@ -134,15 +148,16 @@ enum SyncQueue {
     static func append(
         _ db: Database, table: String, itemID: String, kind: SyncOperation.Kind, version: String?, item: JSONObject?
     ) throws -> Int64 {
-        try db.execute(
+        try db.cachedStatement(
             sql:
-                "INSERT INTO flatland_sync_operations (table_name, item_id, kind, version, item, key) VALUES (?, ?, ?, ?, ?, ?)",
-            arguments: [table, itemID, kind.rawValue, version, bytes(item), UUID().uuidString.lowercased()])
+                "INSERT INTO flatland_sync_operations (table_name, item_id, kind, version, item, key) VALUES (?, ?, ?, ?, ?, ?)"
+        ).execute(arguments: [table, itemID, kind.rawValue, version, bytes(item), UUID().uuidString.lowercased()])
         return db.lastInsertedRowID
     }
 
     static func remove(_ db: Database, sequence: Int64) throws {
-        try db.execute(sql: "DELETE FROM flatland_sync_operations WHERE sequence = ?", arguments: [sequence])
+        try db.cachedStatement(sql: "DELETE FROM flatland_sync_operations WHERE sequence = ?")
+            .execute(arguments: [sequence])
     }
 
     /// Collapses a new change into the operation at `sequence`: its kind, version and item may
@@ -160,9 +175,8 @@ enum SyncQueue {
     }
 
     static func setState(_ db: Database, sequence: Int64, _ state: SyncOperation.State) throws {
-        try db.execute(
-            sql: "UPDATE flatland_sync_operations SET state = ? WHERE sequence = ?",
-            arguments: [state.rawValue, sequence])
+        try db.cachedStatement(sql: "UPDATE flatland_sync_operations SET state = ? WHERE sequence = ?")
+            .execute(arguments: [state.rawValue, sequence])
     }
 
     static func setVersion(_ db: Database, sequence: Int64, _ version: String?) throws {
