@@ -7,7 +7,7 @@ import GRDB
 /// fields as JSON beside its system columns, and one clock for `updatedAt` and `version`.
 ///
 /// Writes go through GRDB's writer queue (off Swift's cooperative pool), the writes of one
-/// ``apply(_:)`` in one transaction, each in a savepoint; reads run concurrently with them on a
+/// ``apply(_:)`` in one transaction; reads run concurrently with them on a
 /// file (WAL). The statements writes run are compiled once per connection and kept.
 final class SQLiteTableStorage: TableStorage {
     private let writer: any DatabaseWriter
@@ -45,39 +45,37 @@ final class SQLiteTableStorage: TableStorage {
         try await access(writing: true, body)
     }
 
-    /// Applies each write in a savepoint of one transaction (see ``TableStorage``).
+    /// Applies the writes in one transaction (see ``TableStorage``). A refusal (a
+    /// ``TableStorageError``) is always met before the write's first change (see ``keyed(_:_:)``),
+    /// so a refused write needs nothing undone and the others go on. Any other failure (the
+    /// database's) rolls the whole transaction back; then each write is tried in a transaction
+    /// of its own, so that only the one that fails fails.
     func apply(_ writes: [TableWrite]) async -> [Result<TableRow, TableStorageError>] {
         guard !writes.isEmpty else { return [] }
         do {
             return try await run { db in
-                var results: [Result<TableRow, TableStorageError>] = []
-                results.reserveCapacity(writes.count)
-                for write in writes {
-                    var result: Result<TableRow, TableStorageError>?
-                    try db.inSavepoint {
-                        do {
-                            result = .success(try self.keyed(db, write))
-                            return .commit
-                        } catch let error as TableStorageError {
-                            result = .failure(error)
-                        } catch {
-                            result = .failure(
-                                TableStorageError(code: .storage, message: "the tables' database failed: \(error)"))
-                        }
-                        return .rollback
+                try writes.map { write -> Result<TableRow, TableStorageError> in
+                    do {
+                        return .success(try self.keyed(db, write))
+                    } catch let error as TableStorageError {
+                        return .failure(error)
                     }
-                    results.append(
-                        result ?? .failure(TableStorageError(code: .storage, message: "the write was not applied")))
                 }
-                return results
             }
         } catch {
-            return writes.map { _ in .failure(error) }
+            guard writes.count > 1 else { return [.failure(error)] }
+            var results: [Result<TableRow, TableStorageError>] = []
+            for write in writes { results += await apply([write]) }
+            return results
         }
     }
 
     /// One write under its idempotency key: a live record of the key answers instead
     /// (``TableStorageError/Code/replayed``), and a write that succeeds is recorded with it.
+    ///
+    /// Every refusal is thrown by a read, before the clock ticks or anything is written: the
+    /// key's record, the row's existence, owner, `deleted` mark and version are all checked
+    /// first. ``apply(_:)`` counts on it to run many writes without a savepoint each.
     private func keyed(_ db: Database, _ write: TableWrite) throws -> TableRow {
         let now = self.now()
         if let idempotency = write.idempotency, let record = try Self.remembered(db, idempotency, now: now) {

@@ -127,7 +127,7 @@ extension TableAPI {
     }
 
     /// Applies each operation on its own, in order, as its single request would be (all of them
-    /// in one transaction of the storage, each in a savepoint of it), and answers
+    /// in one transaction of the storage), and answers
     /// `{"results":[{"key","status","etag","item"|"error","replayed"}…]}`.
     private func batch(
         _ body: [UInt8], wire: TableWire, query: [String: String], headers: [String: String], baseURL: String,

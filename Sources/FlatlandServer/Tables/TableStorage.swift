@@ -71,8 +71,7 @@ struct TableWrite: Sendable {
 
 /// Where the table server keeps its rows: SQLite (embedded) or PostgreSQL.
 ///
-/// Writes go through ``apply(_:)``: each write on its own (a savepoint), all of one call in one
-/// transaction, so that a batch of a thousand writes costs one commit and one that fails leaves
+/// Writes go through ``apply(_:)``: each write on its own, all of one call in one transaction, so that a batch of a thousand writes costs one commit and one that fails leaves
 /// nothing of itself while the others stand. `updatedAt` comes from the storage's clock and is
 /// strictly increasing over every write, `version` from its counter.
 ///
@@ -81,10 +80,10 @@ struct TableWrite: Sendable {
 /// fails with ``TableStorageError/Code/exists`` without the row. Nil sees every row.
 ///
 /// `idempotency` (on every write; nil: none) makes a write repeatable (see
-/// ``TableIdempotency``): inside the write's savepoint, before anything else, a live record of
+/// ``TableIdempotency``): inside the write's transaction, before anything else, a live record of
 /// the same scope and key fails the write with ``TableStorageError/Code/replayed`` and that
 /// record; otherwise a successful write records itself (the row it answers with) in the same
-/// savepoint, to live `ttl`. A failed write records nothing. Records past their time are never
+/// transaction, to live `ttl`. A failed write records nothing. Records past their time are never
 /// answered and are pruned now and then by later writes.
 protocol TableStorage: Sendable {
     /// Creates what the tables need (idempotent).

@@ -163,7 +163,7 @@ extension SyncContext {
         _ run: [SyncOperation], total: Int, onConflict: ConflictHandler?, into result: inout PushResult
     ) async -> String? {
         // The queue may have changed while earlier operations were sent.
-        let current = (try? read { db in try run.compactMap { try SyncQueue.operation(db, sequence: $0.sequence) } })
+        let current = try? read { db in try SyncQueue.operations(db, sequences: run.map(\.sequence)) }
         guard let current else { return "the operation queue could not be read" }
         do {
             try transaction { db in
@@ -192,7 +192,7 @@ extension SyncContext {
         // that safe whatever the batch did).
         }
         // The operations as they are now (a local write may have changed one meanwhile).
-        let now = (try? read { db in try current.compactMap { try SyncQueue.operation(db, sequence: $0.sequence) } })
+        let now = try? read { db in try SyncQueue.operations(db, sequences: current.map(\.sequence)) }
         guard let now else { return "the operation queue could not be read" }
         let wasAttempted = Dictionary(current.map { ($0.sequence, $0.state == .attempted) }) { a, _ in a }
         let sentKeys = Dictionary(current.map { ($0.sequence, $0.key) }) { a, _ in a }

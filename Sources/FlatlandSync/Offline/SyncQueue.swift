@@ -105,6 +105,18 @@ enum SyncQueue {
         ).map(operation)
     }
 
+    /// The operations with these sequence numbers that are still queued, in queue order: one
+    /// statement over their range.
+    static func operations(_ db: Database, sequences: [Int64]) throws -> [SyncOperation] {
+        guard let low = sequences.min(), let high = sequences.max() else { return [] }
+        let wanted = Set(sequences)
+        let statement = try db.cachedStatement(
+            sql: "SELECT \(columns) FROM flatland_sync_operations WHERE sequence BETWEEN ? AND ? ORDER BY sequence")
+        return try Row.fetchAll(statement, arguments: [low, high]).compactMap { row in
+            wanted.contains(row["sequence"]) ? operation(row) : nil
+        }
+    }
+
     /// The operations of one row, in queue order.
     static func operations(_ db: Database, table: String, itemID: String) throws -> [SyncOperation] {
         try Row.fetchAll(
