@@ -6,14 +6,28 @@ import Testing
 /// file, every queued insert reaches the server, and the report says so under its stable keys.
 @Suite("flatland bench-sync")
 struct SyncBenchCLITests {
-    @Test(arguments: ["v2", "v3"])
-    func smallRunPullsEveryRowAndPushesEveryInsert(version: String) throws {
-        let run = try CLI.run([
+    /// Each protocol on the default storage (SQLite), and v2 on PostgreSQL unless
+    /// `FLATLAND_NO_POSTGRES=1` leaves it out.
+    static let cases: [(version: String, storage: String)] =
+        [("v2", "sqlite"), ("v3", "sqlite")]
+        + (ProcessInfo.processInfo.environment["FLATLAND_NO_POSTGRES"] == "1" ? [] : [("v2", "postgres")])
+
+    @Test(arguments: cases)
+    func smallRunPullsEveryRowAndPushesEveryInsert(version: String, storage: String) throws {
+        var arguments = [
             "bench-sync", "--rows", "300", "--pushes", "50", "--runs", "1", "--page-size", "40", "--protocol", version,
             "--json",
-        ])
+        ]
+        if storage == "postgres" {
+            let url = try #require(
+                ProcessInfo.processInfo.environment["FLATLAND_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 },
+                "FLATLAND_TEST_POSTGRES_URL is not set (scripts/postgres-test-cluster.sh start gives a database)")
+            arguments += ["--tables-db", url]
+        }
+        let run = try CLI.run(arguments)
         #expect(run.status == 0, "\(run.stderr)")
         let report = try JSONValue(parsing: run.stdout)
+        #expect(report["storage"] == .string(storage))
         func int(_ key: String) throws -> Int {
             let number = try #require(report[key]?.numberValue, "\(key)")
             return try number.integer()
@@ -66,7 +80,10 @@ struct SyncBenchCLITests {
         #expect(batchBar["met"] == .bool(try double("push_batch_vs_single") >= 10))
     }
 
-    @Test(arguments: [["--page-size", "0"], ["--page-size", "1001"], ["--protocol", "v1"], ["--rows", "0"]])
+    @Test(arguments: [
+        ["--page-size", "0"], ["--page-size", "1001"], ["--protocol", "v1"], ["--rows", "0"],
+        ["--tables-db", "/tmp/tables.sqlite"], ["--tables-db", "postgres://me@127.0.0.1/db?schema=mine"],
+    ])
     func badOptionsAreUsageErrors(arguments: [String]) throws {
         let run = try CLI.run(["bench-sync"] + arguments)
         #expect(run.status == 2)

@@ -2,6 +2,7 @@ import Flatland
 import FlatlandHTTP
 import FlatlandJSON
 import FlatlandSQLite
+import FlatlandServer
 import FlatlandSync
 import Foundation
 import GRDB
@@ -26,17 +27,12 @@ enum SyncBench {
     /// The table run `run`'s batched push writes into, empty before it.
     static func batchedPushTable(_ run: Int) -> String { "benchpushbatch\(run)" }
 
-    /// Fills `table` in the server's SQLite file with `rows` rows (``TableServerSeed``).
-    static func seed(serverFile: String, table: String, rows: Int) throws {
-        try TableServerSeed.seed(serverFile: serverFile, table: table, rows: rows, id: { "row-\($0)" }) { i in
+    /// Fills `table` with `rows` rows through the server's storage (``SampleServer/seedTable(_:rows:id:data:)``).
+    static func seed(_ server: SampleServer, table: String, rows: Int) async throws {
+        try await server.seedTable(table, rows: rows, id: { "row-\($0)" }) { i in
             "{\"text\":\"Task number \(i) of the offline benchmark\",\"complete\":\(i % 3 == 0),"
                 + "\"priority\":\(i % 5)}"
         }
-    }
-
-    /// The live (not deleted) rows of `table` in the server's file.
-    static func serverRows(serverFile: String, table: String) throws -> Int {
-        try count(in: serverFile, sql: "SELECT count(*) FROM \"tbl_\(table)\" WHERE deleted = 0")
     }
 
     /// The one integer `sql` reads from the SQLite file at `path`, opened read-only.
@@ -194,7 +190,7 @@ enum SyncBench {
     /// A fresh device queues `count` local inserts into `table` and pushes them; checks that every
     /// one succeeded, the queue is empty and the server holds `count` rows of the table.
     static func push(
-        url: URL, version: TableProtocol, table: String, count: Int, serverFile: String, directory: String,
+        url: URL, version: TableProtocol, table: String, count: Int, server: SampleServer, directory: String,
         options: PushOptions = PushOptions(batching: .never)
     ) async throws -> Push {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -220,7 +216,7 @@ enum SyncBench {
                     + (result.abortReason.map { "aborted: \($0)" } ?? "not every one succeeded"))
         }
         guard left == 0 else { throw CLIFailure.invalid("\(left) operations left in the queue after the push") }
-        let held = try serverRows(serverFile: serverFile, table: table)
+        let held = try await server.rowCount(table)
         guard held == count else { throw CLIFailure.invalid("the server holds \(held) rows of \(table), not \(count)") }
         return Push(seconds: seconds, queueSeconds: queueSeconds, operations: count)
     }

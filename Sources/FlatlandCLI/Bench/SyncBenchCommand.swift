@@ -12,8 +12,10 @@ struct SyncBenchCommand: AsyncParsableCommand {
             + "memory) and a push of queued local inserts (operations/s).",
         discussion: """
             The embedded server serves a table of --rows rows (text, complete, priority and the
-            system properties), seeded straight into its SQLite file in one transaction, and one
-            of a tenth of them.
+            system properties), seeded through its storage a thousand rows per transaction, and
+            one of a tenth of them. Its rows live in a SQLite file in a temporary directory, or
+            with --tables-db postgres://… in PostgreSQL, in a schema of the run's own that is
+            dropped at the end.
 
             First pull: a fresh device (a new SQLite store file in a temporary directory) pulls
             the whole table with a query id (incremental: ordered by updatedAt, re-paged on the
@@ -53,6 +55,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Option(help: "Runs of each measurement (the median is reported).")
     var runs = 3
 
+    @Option(
+        help:
+            "Where the server keeps its rows: postgres://USER@HOST:PORT/DATABASE (a fresh schema, dropped afterwards); a SQLite file in a temporary directory by default."
+    )
+    var tablesDb: String?
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
@@ -68,6 +76,15 @@ struct SyncBenchCommand: AsyncParsableCommand {
         guard (1...1000).contains(pageSize) else { throw ValidationError("--page-size must be 1 to 1000") }
         guard runs >= 1 else { throw ValidationError("--runs must be 1 or more") }
         guard ["v2", "v3"].contains(protocolName) else { throw ValidationError("--protocol must be v2 or v3") }
+        if let tablesDb {
+            let lower = tablesDb.lowercased()
+            guard lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://") else {
+                throw ValidationError("--tables-db must be a postgres:// URL (SQLite is the default)")
+            }
+            guard !lower.contains("schema=") else {
+                throw ValidationError("--tables-db: the run makes its own schema; give the URL without ?schema=")
+            }
+        }
     }
 
     var version: TableProtocol { protocolName == "v3" ? .v3 : .v2 }
@@ -85,7 +102,13 @@ struct SyncBenchCommand: AsyncParsableCommand {
         ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let serverFile = directory + "/tables.sqlite"
+        let storage: TableServing.Storage
+        if let tablesDb {
+            let schema = "flatland_bench_sync_\(ProcessInfo.processInfo.processIdentifier)"
+            storage = .postgres(url: tablesDb + (tablesDb.contains("?") ? "&" : "?") + "schema=" + schema)
+        } else {
+            storage = .sqlite(path: directory + "/tables.sqlite")
+        }
         let small = max(1, rows / 10)
         let tables =
             [SyncBench.pullTable, SyncBench.smallTable] + (0..<runs).map(SyncBench.pushTable)
@@ -94,17 +117,18 @@ struct SyncBenchCommand: AsyncParsableCommand {
             configuration: .init(
                 population: .init(users: 1, sessions: 1),
                 tables: TableServing(
-                    tables: tables.map { TableDefinition(name: $0) }, databasePath: serverFile, protocols: [.v2, .v3],
+                    tables: tables.map { TableDefinition(name: $0) }, storage: storage, protocols: [.v2, .v3],
                     pageSize: 50, maxTop: 1000)))
         let port = try await server.start()
         do {
             let url = URL(string: "http://127.0.0.1:\(port)")!
             log.write("seeding \(rows) + \(small) rows...\n")
             let seedStart = monotonicSeconds()
-            try SyncBench.seed(serverFile: serverFile, table: SyncBench.pullTable, rows: rows)
-            try SyncBench.seed(serverFile: serverFile, table: SyncBench.smallTable, rows: small)
+            try await SyncBench.seed(server, table: SyncBench.pullTable, rows: rows)
+            try await SyncBench.seed(server, table: SyncBench.smallTable, rows: small)
             var report = SyncBenchReport(
-                rows: rows, smallRows: small, pushes: pushes, pageSize: pageSize, version: protocolName, runs: runs,
+                rows: rows, smallRows: small, pushes: pushes, pageSize: pageSize, version: protocolName,
+                storage: tablesDb == nil ? "sqlite" : "postgres", runs: runs,
                 seedSeconds: monotonicSeconds() - seedStart)
             let pulls: [(table: String, rows: Int, pageSize: Int)] = [
                 (SyncBench.pullTable, rows, pageSize), (SyncBench.pullTable, rows, 1000),
@@ -127,19 +151,21 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 report.pushResults.append(
                     try await SyncBench.push(
                         url: url, version: version, table: SyncBench.pushTable(run), count: pushes,
-                        serverFile: serverFile, directory: directory + "/push-\(run)"))
+                        server: server, directory: directory + "/push-\(run)"))
                 log.write("run \(run + 1)/\(runs): batched push of \(pushes) queued inserts...\n")
                 report.batchedPushResults.append(
                     try await SyncBench.push(
                         url: url, version: version, table: SyncBench.batchedPushTable(run), count: pushes,
-                        serverFile: serverFile, directory: directory + "/push-batch-\(run)",
+                        server: server, directory: directory + "/push-batch-\(run)",
                         options: PushOptions(batching: .automatic)))
             }
             print(json ? report.json() : report.table())
         } catch {
+            try? await server.dropTablesSchema()
             await server.stop()
             throw error
         }
+        try? await server.dropTablesSchema()
         await server.stop()
     }
 }

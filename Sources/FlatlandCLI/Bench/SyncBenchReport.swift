@@ -10,6 +10,8 @@ struct SyncBenchReport {
     var pushes: Int
     var pageSize: Int
     var version: String
+    /// Where the server kept its rows: `sqlite` or `postgres`.
+    var storage: String
     var runs: Int
     var seedSeconds: Double
     /// The pulls of each line: the table at `pageSize`, at 1000, and the small table at `pageSize`.
@@ -59,7 +61,7 @@ struct SyncBenchReport {
                 + "\(whole(floorRowsPerSecond(index))) rows/s"
         }
         return """
-            Offline sync over loopback, \(version), \(BenchReport.build) build, median of \(runs) runs \
+            Offline sync over loopback, \(version), server on \(storage), \(BenchReport.build) build, median of \(runs) runs \
             (server seeded in \(formatted(seedSeconds, 2)) s)
             First pull of \(rows) rows by a fresh device, every row in its store file:
             \(line(0, "pages of \(pageSize)"))
@@ -86,6 +88,7 @@ struct SyncBenchReport {
         let root: JSONObject = [
             "build": .string(BenchReport.build),
             "protocol": .string(version),
+            "storage": .string(storage),
             "rows": int(rows),
             "rows_small": int(smallRows),
             "pushes": int(pushes),

@@ -183,6 +183,17 @@ final class PostgresTableStorage: TableStorage {
         }
     }
 
+    /// Drops the schema and everything in it (a schema made for one benchmark run).
+    func dropSchema() async throws(TableStorageError) {
+        do {
+            try await client.withConnection { connection in
+                _ = try await Self.rows(connection, "DROP SCHEMA IF EXISTS \(schema) CASCADE")
+            }
+        } catch {
+            throw Self.storageError(error)
+        }
+    }
+
     // MARK: Rows
 
     private static let columns = "id, created_at, updated_at, version, deleted, data::text, owner"
