@@ -160,7 +160,8 @@ enum SQLDialect: Sendable, Equatable {
     }
 
     /// One term of an `ORDER BY`. PostgreSQL puts NULL (a missing field) first when ascending,
-    /// as SQLite does, and orders text by bytes.
+    /// as SQLite does, and orders text by bytes; a system column (never NULL) is ordered as its
+    /// index is.
     func orderTerm(_ column: (sql: SQLFragment, kind: ColumnKind), descending: Bool) -> SQLFragment {
         let direction = SQLFragment(descending ? " DESC" : " ASC")
         switch (self, column.kind) {
@@ -173,8 +174,10 @@ enum SQLDialect: Sendable, Equatable {
                 + SQLFragment(", (CASE WHEN jsonb_typeof(") + x + SQLFragment(") <> 'number' THEN ") + x
                 + SQLFragment(" #>> '{}' END) COLLATE \"C\"") + direction + SQLFragment(", ") + x + direction
         case (.postgres, _):
+            // A system column is never NULL: no NULLS clause, which (ASC NULLS FIRST against the
+            // index's ASC NULLS LAST) kept PostgreSQL from reading the rows in the index's order
+            // and made it sort the whole table for every page.
             return column.sql + SQLFragment(column.kind == .text ? " COLLATE \"C\"" : "") + direction
-                + SQLFragment(descending ? " NULLS LAST" : " NULLS FIRST")
         }
     }
 }

@@ -465,17 +465,35 @@ final class PostgresTableStorage: TableStorage {
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?
     ) {
-        let (condition, order) = try query.sql(WireColumns(wire: wire, dialect: .postgres))
-        let t = sqlTable(table)
-        let select =
-            SQLFragment("SELECT \(Self.columns) FROM \(t) WHERE ") + condition + SQLFragment(" ORDER BY ") + order
-            + SQLFragment(" LIMIT \(max(0, query.top)) OFFSET \(max(0, query.skip))")
-        let count = SQLFragment("SELECT count(*) FROM \(t) WHERE ") + condition
+        let (select, count) = try statements(table, query, wire: wire)
         return try await read { connection in
             let rows = try await Self.rows(connection, select.sql, select.arguments).map { try Self.decode($0).row }
             guard query.includeCount else { return (rows, nil) }
             let total = try await Self.rows(connection, count.sql, count.arguments).first?.decode(Int64.self) ?? 0
             return (rows, Int(total))
+        }
+    }
+
+    /// The `SELECT` of a query's rows, and the one of their number.
+    private func statements(_ table: String, _ query: TableRowQuery, wire: TableWire) throws(TableStorageError) -> (
+        rows: SQLFragment, count: SQLFragment
+    ) {
+        let (condition, order) = try query.sql(WireColumns(wire: wire, dialect: .postgres))
+        let t = sqlTable(table)
+        let select =
+            SQLFragment("SELECT \(Self.columns) FROM \(t) WHERE ") + condition + SQLFragment(" ORDER BY ") + order
+            + SQLFragment(" LIMIT \(max(0, query.top)) OFFSET \(max(0, query.skip))")
+        return (select, SQLFragment("SELECT count(*) FROM \(t) WHERE ") + condition)
+    }
+
+    /// PostgreSQL's plan for a query's rows (`EXPLAIN`), one line per step: how a page is read.
+    func plan(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> String {
+        let select = try statements(table, query, wire: wire).rows
+        return try await read { connection in
+            try await Self.rows(connection, "EXPLAIN " + select.sql, select.arguments).map {
+                try $0.decode(String.self)
+            }
+            .joined(separator: "\n")
         }
     }
 }
