@@ -220,50 +220,43 @@ final class PostgresTableStorage: TableStorage {
         ).first.map(Self.decode)
     }
 
-    /// The next `updatedAt` and `version`: the database clock in microseconds, or one past the
-    /// last one; the clock's row stays locked until the transaction ends, so commits come in
-    /// `updatedAt` order.
-    private func tick(_ connection: PostgresConnection) async throws -> (updatedAt: Int64, version: Int64) {
-        let sql = """
+    /// The clock's next tick as a common table expression named `clock` (`updated_at`,
+    /// `version`): the database clock in microseconds, or one past the last one, and the next
+    /// version. The clock's row stays locked until the transaction ends, so commits come in
+    /// `updatedAt` order. A write ticks in the statement that writes the row: one round trip.
+    private var tickCTE: String {
+        """
+        WITH clock AS (
             UPDATE \(schema).flatland_table_clock
             SET updated_at = greatest(floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, updated_at + 1)
-            WHERE id = 1 RETURNING updated_at, nextval('\(schema).flatland_table_version')
-            """
-        guard let row = try await Self.rows(connection, sql).first else {
-            throw TableStorageError(code: .storage, message: "the tables' clock is missing")
-        }
-        return try row.decode((Int64, Int64).self)
+            WHERE id = 1 RETURNING updated_at, nextval('\(schema).flatland_table_version') AS version)
+        """
     }
 
-    /// Inserts a row; an id taken (by this owner's row or another's) is ``TableStorageError/Code/exists``.
+    /// Inserts a row (ticking the clock in the same statement); an id taken (by this owner's
+    /// row or another's, or by another instance meanwhile) is ``TableStorageError/Code/exists``.
     private func insert(
         _ connection: PostgresConnection, _ table: String, id: String, fields: JSONObject, owner: String?
     ) async throws -> TableRow {
-        func exists() async throws -> TableStorageError {
-            let existing = try await fetchOwned(connection, table, id: id)
-            // Another owner's row is not shown: only that the id is taken.
-            let visible = existing.map { owner == nil || $0.owner == owner } ?? false
-            return TableStorageError(
-                code: .exists, message: "an item with id '\(id)' exists", current: visible ? existing?.row : nil)
-        }
-        if try await fetchOwned(connection, table, id: id) != nil { throw try await exists() }
-        let clock = try await tick(connection)
-        let row = TableRow(
-            id: id, createdAt: clock.updatedAt, updatedAt: clock.updatedAt, version: clock.version, deleted: false,
-            fields: fields)
         let inserted = try await Self.rows(
             connection,
             """
+            \(tickCTE)
             INSERT INTO \(sqlTable(table)) (id, created_at, updated_at, version, deleted, data, owner)
-            VALUES (?, ?, ?, ?, false, ?::json, ?) ON CONFLICT (id) DO NOTHING RETURNING id
+            SELECT ?, updated_at, updated_at, version, false, ?::json, ? FROM clock
+            ON CONFLICT (id) DO NOTHING RETURNING updated_at, version
             """,
-            [
-                .text(id), .integer(row.createdAt), .integer(row.updatedAt), .integer(row.version),
-                .text(JSONValue.object(fields).jsonString()), owner.map(SQLArgument.text) ?? .null,
-            ])
-        // Another instance inserted it since the check above.
-        if inserted.isEmpty { throw try await exists() }
-        return row
+            [.text(id), .text(JSONValue.object(fields).jsonString()), owner.map(SQLArgument.text) ?? .null])
+        guard let written = inserted.first else {
+            let existing = try await fetchOwned(connection, table, id: id)
+            // Another owner's row is not shown: only that the id is taken.
+            let visible = existing.map { owner == nil || $0.owner == owner } ?? false
+            throw TableStorageError(
+                code: .exists, message: "an item with id '\(id)' exists", current: visible ? existing?.row : nil)
+        }
+        let (updatedAt, version) = try written.decode((Int64, Int64).self)
+        return TableRow(
+            id: id, createdAt: updatedAt, updatedAt: updatedAt, version: version, deleted: false, fields: fields)
     }
 
     func row(_ table: String, id: String, owner: String?) async throws(TableStorageError) -> TableRow? {
@@ -316,8 +309,9 @@ final class PostgresTableStorage: TableStorage {
         return results
     }
 
-    /// Takes the clock's row for the rest of the transaction. Every write does so before it
-    /// locks any row, so two writers never wait for each other's rows (no deadlock).
+    /// Takes the clock's row for the rest of the transaction. Every write takes it before any
+    /// other lock (a write's own tick, in the statement that writes its row, is the first lock
+    /// it takes), so two writers never wait for each other's rows (no deadlock).
     private func lockClock(_ connection: PostgresConnection) async throws {
         _ = try await Self.rows(connection, "SELECT id FROM \(schema).flatland_table_clock WHERE id = 1 FOR UPDATE")
     }
@@ -329,10 +323,8 @@ final class PostgresTableStorage: TableStorage {
     private func single(_ write: TableWrite) async throws(TableStorageError) -> TableRow {
         for _ in 0..<100 {
             do {
-                return try await attempt { connection in
-                    try await lockClock(connection)
-                    return try await keyed(connection, write)
-                }
+                // Its own tick is the first lock it takes (see lockClock).
+                return try await attempt { connection in try await keyed(connection, write) }
             } catch is LostRace {
                 continue
             } catch {
@@ -391,21 +383,23 @@ final class PostgresTableStorage: TableStorage {
         return TableIdempotencyRecord(method: method, path: path, status: status, row: row)
     }
 
-    /// Records a write under its key (an expired record of the key goes first); every 128th
-    /// version also prunes the records past their time. A record another instance made
-    /// meanwhile is a lost race.
+    /// Records a write under its key, over an expired record of the key if there is one, in
+    /// one statement; every 128th version also prunes the records past their time. A live
+    /// record another instance made meanwhile is a lost race.
     private func remember(_ connection: PostgresConnection, _ key: TableIdempotency, _ row: TableRow) async throws {
         let table = "\(schema).flatland_table_idempotency"
-        _ = try await Self.rows(
-            connection, "DELETE FROM \(table) WHERE scope = ? AND key = ? AND expires_at <= \(Self.clockMicros)",
-            [.text(key.scope), .text(key.key)])
         let recorded = try await Self.rows(
             connection,
             """
-            INSERT INTO \(table)
+            INSERT INTO \(table) AS r
             (scope, key, method, path, status, row_id, created_at, updated_at, version, deleted, data, expires_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::json, \(Self.clockMicros) + ?)
-            ON CONFLICT (scope, key) DO NOTHING RETURNING key
+            ON CONFLICT (scope, key) DO UPDATE SET
+                method = excluded.method, path = excluded.path, status = excluded.status, row_id = excluded.row_id,
+                created_at = excluded.created_at, updated_at = excluded.updated_at, version = excluded.version,
+                deleted = excluded.deleted, data = excluded.data, expires_at = excluded.expires_at
+            WHERE r.expires_at <= \(Self.clockMicros)
+            RETURNING key
             """,
             [
                 .text(key.scope), .text(key.key), .text(key.method), .text(key.path), .integer(Int64(key.status)),
@@ -441,24 +435,26 @@ final class PostgresTableStorage: TableStorage {
         let read = row.version
         let written: [PostgresRow]
         if remove {
+            // It ticks too: every write takes the clock's row before any other lock.
             written = try await Self.rows(
-                connection, "DELETE FROM \(sqlTable(table)) WHERE id = ? AND version = ? RETURNING id",
+                connection,
+                "\(tickCTE) DELETE FROM \(sqlTable(table)) WHERE id = ? AND version = ? AND EXISTS (SELECT 1 FROM clock) "
+                    + "RETURNING updated_at, version",
                 [.text(id), .integer(read)])
         } else {
             change(&row)
-            (row.updatedAt, row.version) = try await tick(connection)
             written = try await Self.rows(
                 connection,
                 """
-                UPDATE \(sqlTable(table)) SET updated_at = ?, version = ?, deleted = ?, data = ?::json
-                WHERE id = ? AND version = ? RETURNING id
+                \(tickCTE)
+                UPDATE \(sqlTable(table)) AS t
+                SET updated_at = clock.updated_at, version = clock.version, deleted = ?, data = ?::json FROM clock
+                WHERE t.id = ? AND t.version = ? RETURNING t.updated_at, t.version
                 """,
-                [
-                    .integer(row.updatedAt), .integer(row.version), .bool(row.deleted),
-                    .text(JSONValue.object(row.fields).jsonString()), .text(id), .integer(read),
-                ])
+                [.bool(row.deleted), .text(JSONValue.object(row.fields).jsonString()), .text(id), .integer(read)])
         }
-        guard !written.isEmpty else { throw LostRace() }
+        guard let first = written.first else { throw LostRace() }
+        if !remove { (row.updatedAt, row.version) = try first.decode((Int64, Int64).self) }
         return row
     }
 
