@@ -370,6 +370,53 @@ import Testing
     }
 
     @Test(arguments: TestStorage.all)
+    func aRunOfInsertsAnswersEachAsItWouldAlone(_ kind: TestStorage) async throws {
+        let s = try await kind.make()
+        let taken = try await s.insert("todoitem", id: "taken", fields: try fields(#"{"text":"there"}"#))
+        let used = try await s.apply(
+            TableWrite(
+                table: "todoitem", id: "first", kind: .insert(fields: try fields("{}")),
+                idempotency: key("used", path: "/tables/todoitem")))
+        func insert(_ id: String, _ text: String, key k: String? = nil, owner: String? = nil) throws -> TableWrite {
+            TableWrite(
+                table: "todoitem", id: id, kind: .insert(fields: try fields(#"{"text":"\#(text)"}"#)), owner: owner,
+                idempotency: k.map { key($0, path: "/tables/todoitem") })
+        }
+        let results = await s.apply([
+            try insert("x1", "one", key: "kx1"),
+            try insert("x2", "two"),
+            try insert("taken", "again"),
+            try insert("x1", "twice"),
+            try insert("x3", "three", key: "used"),
+            try insert("x4", "four", key: "kx4", owner: "u1"),
+        ])
+        #expect(results.count == 6)
+        let x1 = try results[0].get()
+        let x2 = try results[1].get()
+        let x4 = try results[5].get()
+        #expect(x1.fields["text"] == .string("one") && x2.fields["text"] == .string("two"))
+        // Each its own tick: later rows, later times and versions.
+        #expect(x1.updatedAt > used.updatedAt && x2.updatedAt > x1.updatedAt && x4.updatedAt > x2.updatedAt)
+        #expect(x1.version > used.version && x2.version > x1.version && x4.version > x2.version)
+        func failure(_ index: Int) -> TableStorageError? {
+            if case .failure(let error) = results[index] { return error }
+            return nil
+        }
+        #expect(failure(2)?.code == .exists && failure(2)?.current == taken)
+        #expect(failure(3)?.code == .exists && failure(3)?.current == x1)
+        #expect(failure(4)?.code == .replayed && failure(4)?.replay?.row == used)
+        #expect(try await s.row("todoitem", id: "x1", owner: nil) == x1)
+        #expect(try await s.row("todoitem", id: "x4", owner: "u1") == x4)
+        #expect(try await s.row("todoitem", id: "x3", owner: nil) == nil)
+        #expect(try await s.row("todoitem", id: "taken", owner: nil) == taken)
+        // The keys of the run are remembered: a replay is answered from them.
+        let replay = await s.apply([try insert("x9", "nine", key: "kx1"), try insert("x8", "eight", key: "kx4")])
+        #expect(replay.compactMap { try? $0.get() }.isEmpty)
+        if case .failure(let error) = replay[0] { #expect(error.replay?.row == x1) }
+        if case .failure(let error) = replay[1] { #expect(error.replay?.row == x4) }
+    }
+
+    @Test(arguments: TestStorage.all)
     func aBatchOfNoWritesAnswersNothing(_ kind: TestStorage) async throws {
         let s = try await kind.make()
         #expect(await s.apply([]).isEmpty)

@@ -285,12 +285,26 @@ final class PostgresTableStorage: TableStorage {
                     try await lockClock(connection)
                     var results: [Result<TableRow, TableStorageError>] = []
                     results.reserveCapacity(writes.count)
-                    for write in writes {
+                    var index = 0
+                    while index < writes.count {
+                        // A run of inserts goes in a few statements, whatever its length.
+                        var end = index
+                        while end < writes.count, case .insert = writes[end].kind,
+                            writes[end].table == writes[index].table
+                        {
+                            end += 1
+                        }
+                        if end - index > 1 {
+                            results += try await insertAll(connection, Array(writes[index..<end]))
+                            index = end
+                            continue
+                        }
                         do {
-                            results.append(.success(try await keyed(connection, write)))
+                            results.append(.success(try await keyed(connection, writes[index])))
                         } catch let error as TableStorageError {
                             results.append(.failure(error))
                         }
+                        index += 1
                     }
                     return results
                 }
@@ -307,6 +321,165 @@ final class PostgresTableStorage: TableStorage {
             }
         }
         return results
+    }
+
+    /// A run of inserts into one table inside a batch's transaction (the clock's row held): their keys'
+    /// records read in one statement, the rows written in one (each with its own tick of the
+    /// clock and its own version), the new records in one. Each insert answers as it would on
+    /// its own: a key already used is ``TableStorageError/Code/replayed``, an id taken is
+    /// ``TableStorageError/Code/exists`` (a second insert of an id in the run too). A key given
+    /// twice in the run: each insert on its own, in order.
+    private func insertAll(_ connection: PostgresConnection, _ writes: [TableWrite]) async throws
+        -> [Result<TableRow, TableStorageError>]
+    {
+        let keyed = writes.compactMap(\.idempotency)
+        if Set(keyed.map { [$0.scope, $0.key] }).count < keyed.count {
+            var results: [Result<TableRow, TableStorageError>] = []
+            for write in writes {
+                do {
+                    results.append(.success(try await self.keyed(connection, write)))
+                } catch let error as TableStorageError {
+                    results.append(.failure(error))
+                }
+            }
+            return results
+        }
+        var results = [Result<TableRow, TableStorageError>?](repeating: nil, count: writes.count)
+        // The keys used before: answered from their records.
+        if !keyed.isEmpty {
+            var binds = PostgresBindings()
+            binds.append(keyed.map(\.scope))
+            binds.append(keyed.map(\.key))
+            let sql = """
+                SELECT scope, key, row_id, created_at, updated_at, version, deleted, data::text, method, path, status
+                FROM \(schema).flatland_table_idempotency
+                WHERE (scope, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+                AND expires_at > \(Self.clockMicros)
+                """
+            var records: [[String]: TableIdempotencyRecord] = [:]
+            for found in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)
+                .collect()
+            {
+                let (scope, key, id, createdAt, updatedAt, version, deleted, data, method, path, status) =
+                    try found.decode(
+                        (String, String, String, Int64, Int64, Int64, Bool, String, String, String, Int).self)
+                guard case .object(let fields) = try JSONValue(parsing: data) else {
+                    throw TableStorageError(code: .storage, message: "a remembered row is not a JSON object")
+                }
+                let row = TableRow(
+                    id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted,
+                    fields: fields)
+                records[[scope, key]] = TableIdempotencyRecord(method: method, path: path, status: status, row: row)
+            }
+            for (index, write) in writes.enumerated() {
+                guard let key = write.idempotency, let record = records[[key.scope, key.key]] else { continue }
+                results[index] = .failure(
+                    TableStorageError(
+                        code: .replayed, message: "the idempotency key '\(key.key)' was used before", replay: record))
+            }
+        }
+        let pending = writes.indices.filter { results[$0] == nil }
+        guard !pending.isEmpty else { return results.map { $0! } }
+        // Fresh versions, ascending, for the rows in order (nobody else ticks: the clock is held).
+        let versions = try await connection.query(
+            PostgresQuery(
+                unsafeSQL:
+                    "SELECT nextval('\(schema).flatland_table_version') FROM generate_series(1, \(pending.count))",
+                binds: PostgresBindings()),
+            logger: Self.logger
+        ).collect().map { try $0.decode(Int64.self) }.sorted()
+        var fields: [JSONObject] = []
+        var binds = PostgresBindings()
+        binds.append(pending.map { writes[$0].id })
+        binds.append(
+            pending.map { index -> String in
+                guard case .insert(let f) = writes[index].kind else { return "{}" }
+                fields.append(f)
+                return JSONValue.object(f).jsonString()
+            })
+        binds.append(pending.map { writes[$0].owner ?? "" })
+        binds.append(versions)
+        binds.append(Int64(pending.count))
+        let insert = """
+            WITH input AS (
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) WITH ORDINALITY
+                AS i(id, data, owner, version, n)),
+            clock AS (
+                UPDATE \(schema).flatland_table_clock
+                SET updated_at = greatest(\(Self.clockMicros), updated_at + 1) + $5 - 1
+                WHERE id = 1 RETURNING updated_at - ($5 - 1) AS first)
+            INSERT INTO \(sqlTable(writes[0].table)) (id, created_at, updated_at, version, deleted, data, owner)
+            SELECT i.id, c.first + i.n - 1, c.first + i.n - 1, i.version, false, i.data::json, NULLIF(i.owner, '')
+            FROM input i, clock c ORDER BY i.n
+            ON CONFLICT (id) DO NOTHING RETURNING id, updated_at, version
+            """
+        var written: [String: (updatedAt: Int64, version: Int64)] = [:]
+        for row in try await connection.query(PostgresQuery(unsafeSQL: insert, binds: binds), logger: Self.logger)
+            .collect()
+        {
+            let (id, updatedAt, version) = try row.decode((String, Int64, Int64).self)
+            written[id] = (updatedAt, version)
+        }
+        var remembered: [(TableIdempotency, TableRow)] = []
+        for (position, index) in pending.enumerated() {
+            let write = writes[index]
+            // The first insert of an id took it; a later one in the run, or one of an id that
+            // was there, finds it taken.
+            if let tick = written.removeValue(forKey: write.id), tick.version == versions[position] {
+                let row = TableRow(
+                    id: write.id, createdAt: tick.updatedAt, updatedAt: tick.updatedAt, version: tick.version,
+                    deleted: false, fields: fields[position])
+                results[index] = .success(row)
+                if let key = write.idempotency { remembered.append((key, row)) }
+            } else {
+                let existing = try await fetchOwned(connection, write.table, id: write.id)
+                // Another owner's row is not shown: only that the id is taken.
+                let visible = existing.map { write.owner == nil || $0.owner == write.owner } ?? false
+                results[index] = .failure(
+                    TableStorageError(
+                        code: .exists, message: "an item with id '\(write.id)' exists",
+                        current: visible ? existing?.row : nil))
+            }
+        }
+        if !remembered.isEmpty { try await rememberAll(connection, remembered) }
+        return results.map { $0! }
+    }
+
+    /// Records many writes under their keys in one statement (see ``remember(_:_:_:)``); a
+    /// live record made meanwhile is a lost race.
+    private func rememberAll(_ connection: PostgresConnection, _ records: [(TableIdempotency, TableRow)]) async throws {
+        var binds = PostgresBindings()
+        binds.append(records.map(\.0.scope))
+        binds.append(records.map(\.0.key))
+        binds.append(records.map(\.0.method))
+        binds.append(records.map(\.0.path))
+        binds.append(records.map { Int64($0.0.status) })
+        binds.append(records.map(\.1.id))
+        binds.append(records.map(\.1.createdAt))
+        binds.append(records.map(\.1.updatedAt))
+        binds.append(records.map(\.1.version))
+        binds.append(records.map(\.1.deleted))
+        binds.append(records.map { JSONValue.object($0.1.fields).jsonString() })
+        binds.append(records.map(\.0.ttl))
+        let table = "\(schema).flatland_table_idempotency"
+        let sql = """
+            INSERT INTO \(table) AS r
+            (scope, key, method, path, status, row_id, created_at, updated_at, version, deleted, data, expires_at)
+            SELECT scope, key, method, path, status, row_id, created_at, updated_at, version, deleted, data::json,
+                \(Self.clockMicros) + ttl
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::bigint[],
+                $8::bigint[], $9::bigint[], $10::boolean[], $11::text[], $12::bigint[])
+                AS i(scope, key, method, path, status, row_id, created_at, updated_at, version, deleted, data, ttl)
+            ON CONFLICT (scope, key) DO UPDATE SET
+                method = excluded.method, path = excluded.path, status = excluded.status, row_id = excluded.row_id,
+                created_at = excluded.created_at, updated_at = excluded.updated_at, version = excluded.version,
+                deleted = excluded.deleted, data = excluded.data, expires_at = excluded.expires_at
+            WHERE r.expires_at <= \(Self.clockMicros)
+            RETURNING key
+            """
+        let recorded = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)
+            .collect()
+        guard recorded.count == records.count else { throw LostRace() }
     }
 
     /// Takes the clock's row for the rest of the transaction. Every write takes it before any
