@@ -1,5 +1,9 @@
 // The ingest measured by instruction count: one pass of `Store.ingest` over a dataset, in a
 // function callgrind's `--toggle-collect` names. Built and run by `scripts/callgrind-ingest.sh`.
+// FLATLAND_CALLGRIND_MODE=parse measures FlatlandJSON's strict parse alone (a handler that does
+// nothing), =yajl raw libyajl with its UTF-8 check and callbacks that do nothing, as
+// `flatland bench`'s contenders do, in the same 64 KiB chunks.
+import CYAJL
 import Flatland
 import FlatlandFixtures
 import FlatlandJSON
@@ -55,6 +59,74 @@ func ingestPass(_ d: Dataset) throws -> Int {
 @inline(never)
 func callgrindMeasuredIngest(_ d: Dataset) throws -> Int { try ingestPass(d) }
 
+/// Feeds `bytes` in 64 KiB chunks, as `flatland bench` does.
+func forEachChunk(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+    try bytes.withUnsafeBytes { all in
+        var offset = 0
+        while offset < all.count {
+            let end = min(all.count, offset + 64 * 1024)
+            try body(UnsafeRawBufferPointer(rebasing: all[offset..<end]))
+            offset = end
+        }
+    }
+}
+
+/// A handler that does nothing: the parse alone.
+final class NullHandler: JSONEventHandler {
+    var events = 0
+    func beginObject() { events &+= 1 }
+    func endObject() {}
+    func beginArray() { events &+= 1 }
+    func endArray() {}
+    func key(_ key: JSONBytes) {}
+    func string(_ value: JSONBytes) { events &+= 1 }
+    func number(_ value: JSONNumberText) { events &+= 1 }
+    func bool(_ value: Bool) { events &+= 1 }
+    func null() { events &+= 1 }
+}
+
+/// One strict parse with a handler that does nothing; the events it delivered.
+@inline(never)
+func parsePass(_ d: Dataset) throws -> Int {
+    let handler = NullHandler()
+    let parser = JSONStreamParser(handler: handler)
+    try forEachChunk(d.bytes) { try parser.feed($0) }
+    try parser.finish()
+    return handler.events
+}
+
+nonisolated(unsafe) let nullCallbacks: UnsafeMutablePointer<yajl_callbacks> = {
+    let table = UnsafeMutablePointer<yajl_callbacks>.allocate(capacity: 1)
+    table.initialize(
+        to: yajl_callbacks(
+            yajl_null: { _ in 1 }, yajl_boolean: { _, _ in 1 }, yajl_integer: nil, yajl_double: nil,
+            yajl_number: { _, _, _ in 1 }, yajl_string: { _, _, _ in 1 }, yajl_start_map: { _ in 1 },
+            yajl_map_key: { _, _, _ in 1 }, yajl_end_map: { _ in 1 }, yajl_start_array: { _ in 1 },
+            yajl_end_array: { _ in 1 }))
+    return table
+}()
+
+/// The parse pass callgrind counts (the warm-up pass before it is not counted).
+@inline(never)
+func callgrindMeasuredParse(_ d: Dataset) throws -> Int { try parsePass(d) }
+
+/// One raw libyajl parse (its UTF-8 check on) with callbacks that do nothing; 1 when valid.
+@inline(never)
+func yajlPass(_ d: Dataset) -> Int {
+    guard let handle = yajl_alloc(nullCallbacks, nil, nil) else { return 0 }
+    defer { yajl_free(handle) }
+    var ok = true
+    forEachChunk(d.bytes) { chunk in
+        guard ok else { return }
+        ok = yajl_parse(handle, chunk.baseAddress!.assumingMemoryBound(to: UInt8.self), chunk.count) == yajl_status_ok
+    }
+    return ok && yajl_complete_parse(handle) == yajl_status_ok ? 1 : 0
+}
+
+/// The raw libyajl pass callgrind counts (the warm-up pass before it is not counted).
+@inline(never)
+func callgrindMeasuredYAJL(_ d: Dataset) -> Int { yajlPass(d) }
+
 @main
 enum CallgrindIngest {
     static func main() throws {
@@ -63,8 +135,17 @@ enum CallgrindIngest {
             FileHandle.standardError.write(Data("usage: callgrind-ingest DATASET DATA_DIR (dataset missing?)\n".utf8))
             exit(2)
         }
-        _ = try ingestPass(d)
-        let entities = try callgrindMeasuredIngest(d)
-        print("bytes \(d.bytes.count) entities \(entities)")
+        switch ProcessInfo.processInfo.environment["FLATLAND_CALLGRIND_MODE"] ?? "ingest" {
+        case "parse":
+            _ = try parsePass(d)
+            print("bytes \(d.bytes.count) events \(try callgrindMeasuredParse(d))")
+        case "yajl":
+            _ = yajlPass(d)
+            print("bytes \(d.bytes.count) valid \(callgrindMeasuredYAJL(d))")
+        default:
+            _ = try ingestPass(d)
+            let entities = try callgrindMeasuredIngest(d)
+            print("bytes \(d.bytes.count) entities \(entities)")
+        }
     }
 }
