@@ -124,10 +124,61 @@ package enum ISO8601 {
 
     /// `YYYY-MM-DDTHH:MM:SS.fff…` for `seconds` since the epoch in UTC, then `fraction` written
     /// in `digits` digits (none when 0), then `suffix` (`Z`, `+00:00`).
+    ///
+    /// Every record a store persists and every row a table server sends writes its dates here:
+    /// the text is written byte by byte into one string, with no string made per part.
     package static func format(seconds: Int, fraction: Int, digits: Int, suffix: String) -> String {
         let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
         let secondOfDay = seconds - days * 86400
         let (y, m, d) = civil(fromDays: days)
+        var limit = 1
+        for _ in 0..<min(max(digits, 0), 18) { limit *= 10 }
+        guard (0...9999).contains(y), (0...18).contains(digits), fraction >= 0, fraction < limit else {
+            return paddedFormat(y, m, d, secondOfDay, fraction: fraction, digits: digits, suffix: suffix)
+        }
+        let tail = Array(suffix.utf8)
+        let count = 19 + (digits > 0 ? 1 + digits : 0) + tail.count
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            var i = 0
+            func put(_ value: Int, _ width: Int) {
+                var v = value
+                var j = i + width - 1
+                while j >= i {
+                    buffer[j] = UInt8(truncatingIfNeeded: 0x30 + v % 10)
+                    v /= 10
+                    j -= 1
+                }
+                i += width
+            }
+            func put(byte: UInt8) {
+                buffer[i] = byte
+                i += 1
+            }
+            put(y, 4)
+            put(byte: 0x2D)
+            put(m, 2)
+            put(byte: 0x2D)
+            put(d, 2)
+            put(byte: 0x54)
+            put(secondOfDay / 3600, 2)
+            put(byte: 0x3A)
+            put(secondOfDay / 60 % 60, 2)
+            put(byte: 0x3A)
+            put(secondOfDay % 60, 2)
+            if digits > 0 {
+                put(byte: 0x2E)
+                put(fraction, digits)
+            }
+            for byte in tail { put(byte: byte) }
+            return i
+        }
+    }
+
+    /// The same text made of padded parts: any year (before 0 or after 9999), and the reference
+    /// the fast path is tested against.
+    package static func paddedFormat(
+        _ y: Int, _ m: Int, _ d: Int, _ secondOfDay: Int, fraction: Int, digits: Int, suffix: String
+    ) -> String {
         func pad(_ v: Int, _ w: Int) -> String {
             let s = String(v)
             return s.count >= w ? s : String(repeating: "0", count: w - s.count) + s
