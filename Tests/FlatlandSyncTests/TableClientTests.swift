@@ -206,6 +206,31 @@ struct TableClientTests {
     }
 
     @Test(arguments: protocols)
+    func aWritesAnswerLeavesTheTablesListingAsItWas(_ version: TableProtocol) async throws {
+        try await withTableServer { port in
+            let session = try tableSession(port: port, protocol: version)
+            let todos = try Table<TodoItem>("todoitem", session: session, options: tableOptions(version))
+            for i in 0..<3 {
+                var item = TodoItem(id: todos.newID())
+                item.text = "item \(i)"
+                _ = try await todos.insert(item)
+            }
+            _ = try await todos.query(TableQuery())
+            let listed = try #require(todos.collection(TableQuery())).knownItems
+            #expect(listed.count == 3)
+            // An insert, an update and a delete answer with one row each: not a listing of the
+            // table, so the listing stays what the last query returned.
+            var more = TodoItem(id: todos.newID())
+            more.text = "more"
+            var changed = try await todos.insert(more).item
+            changed.text = "changed"
+            _ = try await todos.update(changed)
+            #expect(try #require(todos.collection(TableQuery())).knownItems == listed)
+            await session.close()
+        }
+    }
+
+    @Test(arguments: protocols)
     func aQueryReadsEveryPageIntoTheStoreAndItsEndpointCollection(_ version: TableProtocol) async throws {
         try await withTableServer { port in
             let session = try tableSession(port: port, protocol: version)

@@ -226,6 +226,8 @@ extension SyncContext {
         guard !prepared.body.isEmpty else { return PushAnswer(status: prepared.status, committed: false) }
         var options = engine.ingestOptions
         if let condition { options.condition = condition }
+        // A write's answer, not a listing of its path (as `TableEngine.send` takes it).
+        options.updatesEndpointCollection = false
         let batch: IngestBatch
         do throws(IngestError) {
             let ingestor = engine.store.makeIngestor(endpoint: path, options: options)

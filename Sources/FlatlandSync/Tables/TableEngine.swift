@@ -107,7 +107,8 @@ struct TableEngine: Sendable {
     /// Sends one request of this table and maps its failure.
     ///
     /// - Parameter start: the position of the answer's first row, for a page whose request does
-    ///   not say it (`$skip`), so that its rows take their places in the endpoint collection.
+    ///   not say it (`$skip`), so that its rows take their places in the endpoint collection
+    ///   (only a `GET`'s answer updates its endpoint's collection).
     ///   - condition: which rows of the answer are written (all when nil).
     ///   - commitPlan: what else the answer's commit does (``HTTPRequest/commitPlan``).
     func send(
@@ -118,7 +119,9 @@ struct TableEngine: Sendable {
         var options = ingestOptions
         if let start { options.page.start = start }
         if let condition { options.condition = condition }
-        options.updatesEndpointCollection = endpointCollection
+        // A write's answer (one row) is not a listing of its path: `POST /tables/todoitem` must
+        // not replace what the last query of `/tables/todoitem` returned.
+        options.updatesEndpointCollection = endpointCollection && method == .get
         do {
             return try await session.send(
                 method, path, body: body, headers: headers, ingestOptions: options, commitPlan: commitPlan)
