@@ -136,8 +136,7 @@ package enum ISO8601 {
         guard (0...9999).contains(y), (0...18).contains(digits), fraction >= 0, fraction < limit else {
             return paddedFormat(y, m, d, secondOfDay, fraction: fraction, digits: digits, suffix: suffix)
         }
-        let tail = Array(suffix.utf8)
-        let count = 19 + (digits > 0 ? 1 + digits : 0) + tail.count
+        let count = 19 + (digits > 0 ? 1 + digits : 0) + suffix.utf8.count
         return String(unsafeUninitializedCapacity: count) { buffer in
             var i = 0
             func put(_ value: Int, _ width: Int) {
@@ -169,7 +168,7 @@ package enum ISO8601 {
                 put(byte: 0x2E)
                 put(fraction, digits)
             }
-            for byte in tail { put(byte: byte) }
+            for byte in suffix.utf8 { put(byte: byte) }
             return i
         }
     }

@@ -197,7 +197,7 @@ enum Bench {
     }
 
     static func parse(_ w: Workload) throws {
-        let parser = JSONStreamParser(handler: NullHandler())
+        let parser = JSONStreamParser(handler: NullEventHandler())
         try forEachChunk(w.bytes, size: chunkSize) { try parser.feed($0) }
         try parser.finish()
     }

@@ -90,20 +90,6 @@ struct Workload {
     }
 }
 
-/// A handler that does nothing: parse only.
-final class NullHandler: JSONEventHandler {
-    var events = 0
-    func beginObject() { events &+= 1 }
-    func endObject() {}
-    func beginArray() { events &+= 1 }
-    func endArray() {}
-    func key(_ key: JSONBytes) {}
-    func string(_ value: JSONBytes) { events &+= 1 }
-    func number(_ value: JSONNumberText) { events &+= 1 }
-    func bool(_ value: Bool) { events &+= 1 }
-    func null() { events &+= 1 }
-}
-
 /// Feeds `bytes` in chunks of `chunkSize`.
 func forEachChunk(_ bytes: [UInt8], size chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) rethrows {
     try bytes.withUnsafeBytes { all in

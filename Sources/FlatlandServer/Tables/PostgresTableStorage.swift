@@ -388,15 +388,13 @@ final class PostgresTableStorage: TableStorage {
                 binds: PostgresBindings()),
             logger: Self.logger
         ).collect().map { try $0.decode(Int64.self) }.sorted()
-        var fields: [JSONObject] = []
+        let fields = pending.map { index -> JSONObject in
+            if case .insert(let f) = writes[index].kind { return f }
+            return JSONObject()
+        }
         var binds = PostgresBindings()
         binds.append(pending.map { writes[$0].id })
-        binds.append(
-            pending.map { index -> String in
-                guard case .insert(let f) = writes[index].kind else { return "{}" }
-                fields.append(f)
-                return JSONValue.object(f).jsonString()
-            })
+        binds.append(fields.map { JSONValue.object($0).jsonString() })
         binds.append(pending.map { writes[$0].owner ?? "" })
         binds.append(versions)
         binds.append(Int64(pending.count))
@@ -445,8 +443,9 @@ final class PostgresTableStorage: TableStorage {
         return results.map { $0! }
     }
 
-    /// Records many writes under their keys in one statement (see ``remember(_:_:_:)``); a
-    /// live record made meanwhile is a lost race.
+    /// Records writes under their keys in one statement, each over an expired record of its key
+    /// if there is one; a live record another instance made meanwhile is a lost race. When a
+    /// version among them is a multiple of 128, the records past their time are pruned.
     private func rememberAll(_ connection: PostgresConnection, _ records: [(TableIdempotency, TableRow)]) async throws {
         var binds = PostgresBindings()
         binds.append(records.map(\.0.scope))
@@ -480,6 +479,9 @@ final class PostgresTableStorage: TableStorage {
         let recorded = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)
             .collect()
         guard recorded.count == records.count else { throw LostRace() }
+        if records.contains(where: { $0.1.version % 128 == 0 }) {
+            _ = try await Self.rows(connection, "DELETE FROM \(table) WHERE expires_at <= \(Self.clockMicros)")
+        }
     }
 
     /// Takes the clock's row for the rest of the transaction. Every write takes it before any
@@ -556,33 +558,9 @@ final class PostgresTableStorage: TableStorage {
         return TableIdempotencyRecord(method: method, path: path, status: status, row: row)
     }
 
-    /// Records a write under its key, over an expired record of the key if there is one, in
-    /// one statement; every 128th version also prunes the records past their time. A live
-    /// record another instance made meanwhile is a lost race.
+    /// Records a write under its key (``rememberAll(_:_:)`` of one).
     private func remember(_ connection: PostgresConnection, _ key: TableIdempotency, _ row: TableRow) async throws {
-        let table = "\(schema).flatland_table_idempotency"
-        let recorded = try await Self.rows(
-            connection,
-            """
-            INSERT INTO \(table) AS r
-            (scope, key, method, path, status, row_id, created_at, updated_at, version, deleted, data, expires_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::json, \(Self.clockMicros) + ?)
-            ON CONFLICT (scope, key) DO UPDATE SET
-                method = excluded.method, path = excluded.path, status = excluded.status, row_id = excluded.row_id,
-                created_at = excluded.created_at, updated_at = excluded.updated_at, version = excluded.version,
-                deleted = excluded.deleted, data = excluded.data, expires_at = excluded.expires_at
-            WHERE r.expires_at <= \(Self.clockMicros)
-            RETURNING key
-            """,
-            [
-                .text(key.scope), .text(key.key), .text(key.method), .text(key.path), .integer(Int64(key.status)),
-                .text(row.id), .integer(row.createdAt), .integer(row.updatedAt), .integer(row.version),
-                .bool(row.deleted), .text(JSONValue.object(row.fields).jsonString()), .integer(key.ttl),
-            ])
-        guard !recorded.isEmpty else { throw LostRace() }
-        if row.version % 128 == 0 {
-            _ = try await Self.rows(connection, "DELETE FROM \(table) WHERE expires_at <= \(Self.clockMicros)")
-        }
+        try await rememberAll(connection, [(key, row)])
     }
 
     /// Reads the row a write is about, checks it (exists for this owner, not deleted where that

@@ -201,9 +201,10 @@ extension SyncContext {
         var plain: [(operation: SyncOperation, answer: BatchAnswer)] = []
         for operation in now {
             let answer = sentKeys[operation.sequence].flatMap { answers[$0] }
-            if let answer, sentKeys[operation.sequence] == operation.key, Self.isPlainSuccess(operation, answer),
-                plain.first.map({ $0.operation.table == operation.table }) ?? true
-            {
+            let isPlain =
+                answer.map { sentKeys[operation.sequence] == operation.key && Self.isPlainSuccess(operation, $0) }
+                ?? false
+            if isPlain, let answer, plain.first.map({ $0.operation.table == operation.table }) ?? true {
                 plain.append((operation, answer))
                 continue
             }
@@ -213,20 +214,17 @@ extension SyncContext {
                 return reason
             }
             plain = []
-            if let answer, sentKeys[operation.sequence] == operation.key, Self.isPlainSuccess(operation, answer) {
+            if isPlain, let answer {
                 plain = [(operation, answer)]
                 continue
             }
-            var outcome = PushOutcome(
-                sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
-                status: nil, result: .ok)
             // Without an answer in the batch it is sent on its own, as it was before the batch.
-            let step = await pushOne(
-                operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1, prepared: answer,
-                wasAttempted: wasAttempted[operation.sequence] ?? false)
-            result.outcomes.append(outcome)
-            report(.push(sent: result.outcomes.count, total: total))
-            if case .abort(let reason) = step { return reason }
+            if let reason = await settleAlone(
+                operation, answer: answer, wasAttempted: wasAttempted[operation.sequence] ?? false, total: total,
+                onConflict: onConflict, into: &result)
+            {
+                return reason
+            }
         }
         return await settle(plain, wasAttempted: wasAttempted, total: total, onConflict: onConflict, into: &result)
     }
@@ -257,16 +255,31 @@ extension SyncContext {
             return nil
         }
         for (operation, answer) in plain {
-            var outcome = PushOutcome(
-                sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
-                status: nil, result: .ok)
-            let step = await pushOne(
-                operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1, prepared: answer,
-                wasAttempted: wasAttempted[operation.sequence] ?? false)
-            result.outcomes.append(outcome)
-            report(.push(sent: result.outcomes.count, total: total))
-            if case .abort(let reason) = step { return reason }
+            if let reason = await settleAlone(
+                operation, answer: answer, wasAttempted: wasAttempted[operation.sequence] ?? false, total: total,
+                onConflict: onConflict, into: &result)
+            {
+                return reason
+            }
         }
+        return nil
+    }
+
+    /// Settles one operation of a batch through the one-by-one rules, with its answer from the
+    /// batch (or, without one, by sending it alone); returns why the push stops, or nil.
+    private func settleAlone(
+        _ operation: SyncOperation, answer: BatchAnswer?, wasAttempted: Bool, total: Int,
+        onConflict: ConflictHandler?, into result: inout PushResult
+    ) async -> String? {
+        var outcome = PushOutcome(
+            sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
+            status: nil, result: .ok)
+        let step = await pushOne(
+            operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1, prepared: answer,
+            wasAttempted: wasAttempted)
+        result.outcomes.append(outcome)
+        report(.push(sent: result.outcomes.count, total: total))
+        if case .abort(let reason) = step { return reason }
         return nil
     }
 
