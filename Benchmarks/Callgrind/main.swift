@@ -71,24 +71,11 @@ func forEachChunk(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> V
     }
 }
 
-/// A handler that does nothing: the parse alone.
-final class NullHandler: JSONEventHandler {
-    var events = 0
-    func beginObject() { events &+= 1 }
-    func endObject() {}
-    func beginArray() { events &+= 1 }
-    func endArray() {}
-    func key(_ key: JSONBytes) {}
-    func string(_ value: JSONBytes) { events &+= 1 }
-    func number(_ value: JSONNumberText) { events &+= 1 }
-    func bool(_ value: Bool) { events &+= 1 }
-    func null() { events &+= 1 }
-}
 
 /// One strict parse with a handler that does nothing; the events it delivered.
 @inline(never)
 func parsePass(_ d: Dataset) throws -> Int {
-    let handler = NullHandler()
+    let handler = NullEventHandler()
     let parser = JSONStreamParser(handler: handler)
     try forEachChunk(d.bytes) { try parser.feed($0) }
     try parser.finish()
