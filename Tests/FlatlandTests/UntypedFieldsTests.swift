@@ -97,4 +97,57 @@ struct UntypedFieldsTests {
         #expect(fields.keys == ["a", "b", "n", "c"])
         #expect(fields == ["a": 1, "b": "y", "n": ["m": [1, 3]], "c": nil])
     }
+
+    /// Documents whose members the readers that skip building values must read exactly as the
+    /// built object: every kind of value, a repeated key, more members than they compare key by
+    /// key, escapes, and one-member objects that look like references.
+    static let readAlone = [
+        everyKind,
+        #"{"uuid":"x-1","a":1,"b":{"c":2},"a":{"d":[3]},"b":"last"}"#,
+        "{\"uuid\":\"x-1\"," + (0..<40).map { #""m\#($0)":[\#($0)]"# }.joined(separator: ",") + "}",
+        "{\"uuid\":\"x-1\"," + (0..<40).map { #""m\#($0 % 35)":\#($0)"# }.joined(separator: ",") + "}",
+        #"{"uuid":"x-1","k\"\u0001é":"\ud83d\ude00\t","$ref":"top","o":{"$$$ref":{"$ref":"in"}},"e":{},"a":[]}"#,
+        #"{"uuid":"x-1","n":[0,-0,1E+2,1.0e-7,-12.50],"x":{"$ref":"a","$ref":"b"},"y":[{"$ref":1}]}"#,
+    ]
+
+    /// A condition reads one field alone (`untypedField`), and a record's fields are written
+    /// and listed without building them: each must be exactly what the built object gives, byte
+    /// for byte when written.
+    @Test(arguments: StoreBackend.each(readAlone)) func oneFieldAndTheWrittenFieldsAreTheObjects(
+        backend: StoreBackend, document: String
+    ) throws {
+        let mismatches = Box<[String]>([])
+        let hooks = StoreHooks(condition: { incoming in
+            guard incoming.isUntyped, let fields = incoming.untypedFields else { return true }
+            if incoming.presentFields != fields.keys { mismatches.withValue { $0.append("\(incoming.id) keys") } }
+            for key in fields.keys + ["absent", "$ref", ""] where incoming.untypedField(key) != fields[key] {
+                mismatches.withValue { $0.append("\(incoming.id).\(key)") }
+            }
+            return true
+        })
+        let store = try backend.store(hooks: hooks)
+        try store.ingest(bytes(document))
+        #expect(mismatches.current.isEmpty)
+        for id in store.allIDs() {
+            let record = try #require(store.record(id: id))
+            var written = JSONWriter()
+            written.beginObject()
+            record.writeFields(to: &written)
+            written.endObject()
+            #expect(written.string == JSONValue.object(record.fields).jsonString(), "\(id)")
+            #expect(record.presentFields == record.fields.keys, "\(id)")
+        }
+    }
+
+    /// A typed entity is not untyped: it has no one field to read alone.
+    @Test func aTypedEntityHasNoUntypedField() throws {
+        let seen = Box<[String]>([])
+        let hooks = StoreHooks(condition: { incoming in
+            seen.withValue { $0.append("\(incoming.id) \(incoming.isUntyped) \(incoming.untypedField("age") == nil)") }
+            return true
+        })
+        let store = Store(registry: try seedRegistry(), hooks: hooks)
+        try store.ingest(bytes(#"[{"uuid":"u-1","age":3},{"uuid":"x-1","age":4}]"#))
+        #expect(seen.current == ["u-1 false true", "x-1 true false"])
+    }
 }

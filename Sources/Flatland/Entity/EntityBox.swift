@@ -203,7 +203,10 @@ final class UntypedBox: EntityBox, @unchecked Sendable {
 
     override var prefix: String { entityPrefix }
     override var payload: EntityRecord.Payload { .untyped(fields) }
-    override var presentKeys: [String] { fields.keys }
+    override var presentKeys: [String] { object?.keys ?? members.keys() }
+
+    /// The value of one field, read alone (the last of that name, as in ``fields``).
+    func field(_ key: String) -> JSONValue? { object.map { $0[key] } ?? members.value(forKey: key) }
 
     override func set(member key: String, value: JSONValue) {
         var fields = self.fields
@@ -249,6 +252,9 @@ final class UntypedBox: EntityBox, @unchecked Sendable {
     }
 
     override func writeFields(to writer: inout JSONWriter) {
+        // Straight from the members as read, when no key came twice: most records of an
+        // ingest are written to the file without their fields ever being built as values.
+        if object == nil, members.write(to: &writer) { return }
         for member in fields.members {
             writer.key(member.key)
             writer.value(member.value)

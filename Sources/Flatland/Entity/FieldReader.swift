@@ -263,8 +263,10 @@ public struct FieldReader {
 
 /// Whether `key` is `ref` after one or more `$`: the key of an untyped record's reference
 /// (`$ref`) or of an escaped literal (`$$ref`, …).
-func isReferenceKey(_ key: String) -> Bool {
-    let utf8 = key.utf8
+func isReferenceKey(_ key: String) -> Bool { isReferenceKey(key.utf8) }
+
+/// Whether the UTF-8 `key` is `ref` after one or more `$`.
+func isReferenceKey<Bytes: BidirectionalCollection<UInt8>>(_ utf8: Bytes) -> Bool {
     guard utf8.count >= 4, utf8.starts(with: "$".utf8), utf8.reversed().starts(with: "fer".utf8) else { return false }
     return utf8.dropLast(3).allSatisfy { $0 == UInt8(ascii: "$") }
 }

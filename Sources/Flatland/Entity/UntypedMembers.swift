@@ -75,6 +75,156 @@ struct UntypedMembers: Sendable {
     }
 }
 
+extension UntypedMembers {
+    /// Where one member is in ``tokens``: its key token, and its value's tokens.
+    private struct Member {
+        var key: Int
+        var value: Range<Int>
+    }
+
+    /// The most members the readers below compare key by key (each against every other) before
+    /// they build the object instead.
+    private static let pairwiseLimit = 32
+
+    /// The first token after the value that starts at `start`.
+    private func valueEnd(from start: Int) -> Int {
+        var depth = 0
+        var i = start
+        repeat {
+            switch tokens[i].kind {
+            case .beginArray, .beginObject: depth += 1
+            case .endArray, .endObject: depth -= 1
+            default: break
+            }
+            i += 1
+        } while depth > 0
+        return i
+    }
+
+    /// Every member in the order it arrived, or nil when there are more than
+    /// ``pairwiseLimit``.
+    private func members() -> [Member]? {
+        var members: [Member] = []
+        var i = 0
+        while i < tokens.count {
+            guard members.count < Self.pairwiseLimit else { return nil }
+            let end = valueEnd(from: i + 1)
+            members.append(Member(key: i, value: i + 1..<end))
+            i = end
+        }
+        return members
+    }
+
+    /// The bytes of token `index`, valid while `bytes` is borrowed.
+    private func text(_ index: Int, in bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        let t = tokens[index]
+        return UnsafeRawBufferPointer(rebasing: bytes[Int(t.start)..<Int(t.start) + Int(t.length)])
+    }
+
+    /// Whether two tokens have the same bytes.
+    private func sameText(_ a: Int, _ b: Int, in bytes: UnsafeRawBufferPointer) -> Bool {
+        text(a, in: bytes).elementsEqual(text(b, in: bytes))
+    }
+
+    /// The keys as ``object()``'s would be (each once, where it first arrived), without building
+    /// a value.
+    func keys() -> [String] {
+        guard let members = members() else { return object().keys }
+        return bytes.withUnsafeBytes { bytes in
+            var keys: [String] = []
+            keys.reserveCapacity(members.count)
+            for (n, member) in members.enumerated()
+            where !members[..<n].contains(where: { sameText($0.key, member.key, in: bytes) }) {
+                keys.append(String(parsedUTF8: text(member.key, in: bytes)))
+            }
+            return keys
+        }
+    }
+
+    /// The value of the last member named `key` (the one ``object()`` keeps), read alone.
+    func value(forKey key: String) -> JSONValue? {
+        var key = key
+        return key.withUTF8 { wanted in
+            tokens.withUnsafeBufferPointer { tokenBuffer in
+                bytes.withUnsafeBytes { bytes in
+                    var found: Int?
+                    var i = 0
+                    while i < tokens.count {
+                        if text(i, in: bytes).elementsEqual(UnsafeRawBufferPointer(wanted)) { found = i + 1 }
+                        i = valueEnd(from: i + 1)
+                    }
+                    guard let found else { return nil }
+                    var reader = FieldReader(tokens: tokenBuffer, storage: bytes)
+                    reader.index = found
+                    return try? reader.readJSONValue(untyped: true)
+                }
+            }
+        }
+    }
+
+    /// Writes the members as `writer.value(.object(object()))` writes them, from the tokens,
+    /// without building the object; false (and nothing written) when a key arrived twice or
+    /// there are too many members to compare, where the caller writes the object.
+    func write(to writer: inout JSONWriter) -> Bool {
+        guard let members = members() else { return false }
+        return bytes.withUnsafeBytes { bytes in
+            for (n, member) in members.enumerated()
+            where members[..<n].contains(where: { sameText($0.key, member.key, in: bytes) }) {
+                return false
+            }
+            for member in members {
+                writer.key(utf8: text(member.key, in: bytes))
+                var i = member.value.lowerBound
+                writeValue(at: &i, in: bytes, to: &writer)
+            }
+            return true
+        }
+    }
+
+    /// Writes the value at token `i` as `readJSONValue(untyped: true)` reads it: a nested
+    /// entity as `{"$ref": id}`, an object whose one member is `$ref` (`$$ref`, …) with one more
+    /// `$` in front of that key. Moves `i` past it.
+    private func writeValue(at i: inout Int, in bytes: UnsafeRawBufferPointer, to writer: inout JSONWriter) {
+        let index = i
+        i += 1
+        switch tokens[index].kind {
+        case .null: writer.null()
+        case .true: writer.bool(true)
+        case .false: writer.bool(false)
+        case .string: writer.string(utf8: text(index, in: bytes))
+        case .number: writer.number(text: text(index, in: bytes))
+        case .reference:
+            writer.beginObject()
+            writer.key("$ref")
+            writer.string(utf8: text(index, in: bytes))
+            writer.endObject()
+        case .beginArray:
+            writer.beginArray()
+            while tokens[i].kind != .endArray { writeValue(at: &i, in: bytes, to: &writer) }
+            i += 1
+            writer.endArray()
+        case .beginObject:
+            writer.beginObject()
+            let only = tokens[i].kind == .key && tokens[valueEnd(from: i + 1)].kind == .endObject
+            while tokens[i].kind != .endObject {
+                let key = text(i, in: bytes)
+                if only, isReferenceKey(key) {
+                    writer.key("$" + String(parsedUTF8: key))
+                } else {
+                    writer.key(utf8: key)
+                }
+                i += 1
+                writeValue(at: &i, in: bytes, to: &writer)
+            }
+            i += 1
+            writer.endObject()
+        case .key, .endArray, .endObject:
+            // Not the start of a value: the tokens were copied from well-formed values.
+            preconditionFailure("an untyped member's tokens are malformed")
+        }
+    }
+}
+
 extension FieldReader {
     /// Reads one whole value, calling `body` with each of its tokens' kind and bytes (valid only
     /// during the call).

@@ -19,6 +19,14 @@ public struct IncomingEntity {
     /// The incoming fields of an untyped entity.
     public var untypedFields: JSONObject? { (draft as? UntypedBox)?.fields }
 
+    /// Whether the entity is untyped (``untypedFields`` and ``untypedField(_:)`` read it).
+    public var isUntyped: Bool { draft is UntypedBox }
+
+    /// One incoming field of an untyped entity (the last member of that name, as in
+    /// ``untypedFields``), read alone: cheaper than ``untypedFields`` when a condition looks at
+    /// a field or two. Nil when the entity did not carry it, or is typed.
+    public func untypedField(_ key: String) -> JSONValue? { (draft as? UntypedBox)?.field(key) }
+
     /// The incoming fields as JSON, typed or untyped (a typed entity's are written out, so
     /// ``untypedFields`` or ``entity(as:)`` is cheaper where the kind is known).
     public var fields: JSONObject { EntityRecord(draft).fields }

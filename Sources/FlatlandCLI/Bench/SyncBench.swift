@@ -80,6 +80,10 @@ enum SyncBench {
         /// The seconds the same requests took through URLSession, the bytes read and dropped:
         /// what the server and loopback cost, a floor under the pull.
         var floorSeconds: Double
+        /// The CPU seconds (user and system, every thread) the device spent during the pull.
+        var deviceCPUSeconds: Double
+        /// The CPU seconds the server's process spent during the pull (set by the parent).
+        var serverCPUSeconds: Double = .nan
 
         var json: String {
             JSONValue.object([
@@ -87,12 +91,17 @@ enum SyncBench {
                 "rows": .number(JSONNumber(rows)),
                 "pages": .number(JSONNumber(pages)), "stored": .number(JSONNumber(stored)),
                 "peak_growth_mb": .number(JSONNumber(peakGrowthMB) ?? 0),
+                "device_cpu_seconds": .number(JSONNumber(deviceCPUSeconds) ?? 0),
             ]).jsonString()
         }
 
-        init(seconds: Double, rows: Int, pages: Int, stored: Int, peakGrowthMB: Double, floorSeconds: Double) {
+        init(
+            seconds: Double, rows: Int, pages: Int, stored: Int, peakGrowthMB: Double, floorSeconds: Double,
+            deviceCPUSeconds: Double
+        ) {
             self.seconds = seconds
             self.floorSeconds = floorSeconds
+            self.deviceCPUSeconds = deviceCPUSeconds
             self.rows = rows
             self.pages = pages
             self.stored = stored
@@ -104,17 +113,21 @@ enum SyncBench {
             func double(_ key: String) -> Double? { o?[key]?.numberValue.flatMap { try? $0.double() } }
             func int(_ key: String) -> Int? { o?[key]?.numberValue.flatMap { try? $0.integer() } }
             guard let seconds = double("seconds"), let rows = int("rows"), let pages = int("pages"),
-                let stored = int("stored"), let growth = double("peak_growth_mb"), let floor = double("floor_seconds")
+                let stored = int("stored"), let growth = double("peak_growth_mb"), let floor = double("floor_seconds"),
+                let cpu = double("device_cpu_seconds")
             else { throw CLIFailure.invalid("the pull's child process printed \(text)") }
             self.init(
-                seconds: seconds, rows: rows, pages: pages, stored: stored, peakGrowthMB: growth, floorSeconds: floor)
+                seconds: seconds, rows: rows, pages: pages, stored: stored, peakGrowthMB: growth, floorSeconds: floor,
+                deviceCPUSeconds: cpu)
         }
     }
 
     /// In the child: a fresh device pulls the whole of `table` with a query id, `pageSize` rows a
     /// page; the time ends when the last page is committed. The peak resident memory is reset
-    /// (`/proc/self/clear_refs`) just before the pull, once the device is open. Then the same
-    /// requests again, through URLSession with nothing decoded (the floor).
+    /// (`/proc/self/clear_refs`) just before the pull, once the device is open. When the pull
+    /// ends the child writes the line `pulled` to its standard output (the parent reads its own
+    /// CPU time there). Then the same requests again, through URLSession with nothing decoded
+    /// (the floor).
     static func pullChild(url: URL, version: TableProtocol, table: String, pageSize: Int) async throws -> Pull {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "flatland-bench-sync-device-\(ProcessInfo.processInfo.processIdentifier)"
@@ -130,16 +143,19 @@ enum SyncBench {
         let offline = sync.table(table)
         Memory.resetPeak()
         let before = Memory.megabytes("VmRSS:")
+        let cpuStart = CPUTime.seconds()
         let start = monotonicSeconds()
         let result = try await offline.pull(queryID: "bench", pageSize: pageSize)
         let seconds = monotonicSeconds() - start
+        let cpu = CPUTime.seconds() - cpuStart
+        FileHandle.standardOutput.write(Data("pulled\n".utf8))
         let growth = Memory.megabytes("VmHWM:") - before
         await session.close()
         let stored = try storeRows(directory: directory, table: table)
         let floor = try await bytesOnly(requested.withLock { $0 }, version: version)
         return Pull(
             seconds: seconds, rows: result.rows, pages: result.pages, stored: stored, peakGrowthMB: growth,
-            floorSeconds: floor)
+            floorSeconds: floor, deviceCPUSeconds: cpu)
     }
 
     /// The seconds `urls` take one after the other through URLSession, each body read whole and
@@ -160,7 +176,9 @@ enum SyncBench {
     }
 
     /// Runs one first pull in a child process of this executable (so that its memory is the
-    /// device's alone, not the server's or an earlier pull's).
+    /// device's alone, not the server's or an earlier pull's). The server's CPU time is this
+    /// process's from the child's start to its `pulled` line (the device's setup before the pull
+    /// asks nothing of the server).
     static func pullInChild(url: URL, version: TableProtocol, table: String, pageSize: Int) throws -> Pull {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
@@ -170,13 +188,28 @@ enum SyncBench {
         ]
         let pipe = Pipe()
         process.standardOutput = pipe
+        let cpuStart = CPUTime.seconds()
         try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        let reader = pipe.fileHandleForReading
+        var output = Data()
+        var serverCPU = Double.nan
+        while true {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            output.append(chunk)
+            if serverCPU.isNaN, let line = output.firstIndex(of: UInt8(ascii: "\n")) {
+                serverCPU = CPUTime.seconds() - cpuStart
+                output.removeSubrange(...line)
+            }
+        }
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw CLIFailure.invalid("the pull's child process exited \(process.terminationStatus)")
         }
-        return try Pull(json: String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        var pull = try Pull(
+            json: String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        pull.serverCPUSeconds = serverCPU
+        return pull
     }
 
     /// What one push gave.
@@ -219,6 +252,17 @@ enum SyncBench {
         let held = try await server.rowCount(table)
         guard held == count else { throw CLIFailure.invalid("the server holds \(held) rows of \(table), not \(count)") }
         return Push(seconds: seconds, queueSeconds: queueSeconds, operations: count)
+    }
+}
+
+/// This process's CPU time.
+enum CPUTime {
+    /// The user and system CPU seconds of every thread of this process so far.
+    static func seconds() -> Double {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return .nan }
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }
 

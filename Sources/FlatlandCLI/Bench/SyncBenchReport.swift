@@ -37,6 +37,12 @@ struct SyncBenchReport {
         return Double(rows) / Bench.median(pullResults[line].map(\.floorSeconds))
     }
 
+    /// The median CPU milliseconds a page of a line's pulls cost the device (`\.deviceCPUSeconds`)
+    /// or the server (`\.serverCPUSeconds`).
+    func cpuMillisecondsPerPage(_ line: Int, _ cpu: KeyPath<SyncBench.Pull, Double>) -> Double {
+        Bench.median(pullResults[line].map { $0[keyPath: cpu] * 1000 / Double(max($0.pages, 1)) })
+    }
+
     /// The largest peak memory growth of a line's pulls, in MB.
     func peakGrowth(_ line: Int) -> Double { pullResults[line].map(\.peakGrowthMB).max() ?? .nan }
 
@@ -58,7 +64,9 @@ struct SyncBenchReport {
             return "  \(label): \(whole(rowsPerSecond(index))) rows/s "
                 + "(\(formatted(Bench.median(pulls.map(\.seconds)), 2)) s, \(pulls.first?.pages ?? 0) pages), "
                 + "peak memory growth \(formatted(peakGrowth(index), 1)) MB; the same requests, bytes only: "
-                + "\(whole(floorRowsPerSecond(index))) rows/s"
+                + "\(whole(floorRowsPerSecond(index))) rows/s; CPU per page: device "
+                + "\(formatted(cpuMillisecondsPerPage(index, \.deviceCPUSeconds), 3)) ms, server "
+                + "\(formatted(cpuMillisecondsPerPage(index, \.serverCPUSeconds), 3)) ms"
         }
         return """
             Offline sync over loopback, \(version), server on \(storage), \(BenchReport.build) build, median of \(runs) runs \
@@ -101,7 +109,11 @@ struct SyncBenchReport {
             "pull_rows_received": int(pullResults[0].first?.rows ?? 0),
             "pull_rows_stored": int(pullResults[0].first?.stored ?? 0),
             "pull_floor_rows_per_s": number(floorRowsPerSecond(0)),
+            "pull_device_cpu_ms_per_page": number(cpuMillisecondsPerPage(0, \.deviceCPUSeconds)),
+            "pull_server_cpu_ms_per_page": number(cpuMillisecondsPerPage(0, \.serverCPUSeconds)),
             "pull_rows_per_s_page_1000": number(rowsPerSecond(1)),
+            "pull_device_cpu_ms_per_page_1000": number(cpuMillisecondsPerPage(1, \.deviceCPUSeconds)),
+            "pull_server_cpu_ms_per_page_1000": number(cpuMillisecondsPerPage(1, \.serverCPUSeconds)),
             "pull_floor_rows_per_s_page_1000": number(floorRowsPerSecond(1)),
             "pull_pages_page_1000": int(pullResults[1].first?.pages ?? 0),
             "pull_rows_stored_page_1000": int(pullResults[1].first?.stored ?? 0),

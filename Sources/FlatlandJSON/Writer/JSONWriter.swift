@@ -81,8 +81,14 @@ public struct JSONWriter: Sendable {
 
     /// An object key; the next call writes its value.
     public mutating func key(_ key: String) {
+        var key = key
+        key.withUTF8 { self.key(utf8: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A key given as its UTF-8 bytes, which must be well-formed (a parser's or a `String`'s).
+    package mutating func key(utf8: UnsafeRawBufferPointer) {
         beforeValue()
-        appendEscaped(key)
+        appendEscaped(utf8)
         bytes.append(UInt8(ascii: ":"))
         if pretty { bytes.append(0x20) }
         afterKey = true
@@ -90,14 +96,27 @@ public struct JSONWriter: Sendable {
 
     /// A string value.
     public mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { string(utf8: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A string value given as its UTF-8 bytes, which must be well-formed (a parser's or a
+    /// `String`'s).
+    package mutating func string(utf8: UnsafeRawBufferPointer) {
         beforeValue()
-        appendEscaped(value)
+        appendEscaped(utf8)
     }
 
     /// A number, written exactly as its text.
     public mutating func number(_ value: JSONNumber) {
         beforeValue()
         bytes.append(contentsOf: value.text.utf8)
+    }
+
+    /// A number given as its text, which must be a JSON number as a parser delivered it.
+    package mutating func number(text: UnsafeRawBufferPointer) {
+        beforeValue()
+        bytes.append(contentsOf: text)
     }
 
     /// An integer.
@@ -147,21 +166,18 @@ public struct JSONWriter: Sendable {
     /// The string in quotes, escaped. Runs of bytes that need no escape (nearly all of them)
     /// are copied whole, not byte by byte: on a table server's list and a store's record
     /// encoding, this is the writer's hottest loop.
-    private mutating func appendEscaped(_ s: String) {
-        var s = s
-        s.withUTF8 { utf8 in
-            bytes.append(UInt8(ascii: "\""))
-            var run = 0
-            for i in utf8.indices {
-                let b = utf8[i]
-                guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
-                if run < i { bytes.append(contentsOf: utf8[run..<i]) }
-                appendEscape(of: b)
-                run = i + 1
-            }
-            if run < utf8.count { bytes.append(contentsOf: utf8[run...]) }
-            bytes.append(UInt8(ascii: "\""))
+    private mutating func appendEscaped(_ utf8: UnsafeRawBufferPointer) {
+        bytes.append(UInt8(ascii: "\""))
+        var run = 0
+        for i in utf8.indices {
+            let b = utf8[i]
+            guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+            if run < i { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run..<i])) }
+            appendEscape(of: b)
+            run = i + 1
         }
+        if run < utf8.count { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: utf8[run...])) }
+        bytes.append(UInt8(ascii: "\""))
     }
 
     /// The escape of one byte that JSON does not allow bare in a string.

@@ -233,10 +233,20 @@ extension OfflineTable {
         let tally = Mutex(PageTally())
         let prefix = engine.prefix
         let condition: @Sendable (IncomingEntity) -> Bool = { entity in
-            let fields = entity.untypedFields ?? entity.fields
+            // The two system fields read alone: building every row's fields as values cost
+            // the pull more than the rest of this check.
+            let updated: JSONValue?
+            let deleted: JSONValue?
+            if entity.isUntyped {
+                updated = entity.untypedField(updatedName)
+                deleted = entity.untypedField(deletedName)
+            } else {
+                let fields = entity.fields
+                (updated, deleted) = (fields[updatedName], fields[deletedName])
+            }
             let id = TableRowID.serverID(fromStoreID: entity.id, prefix: prefix)
             var stamp: TableTimestamp?
-            if case .string(let text)? = fields[updatedName] { stamp = try? TableTimestamp(parsing: text) }
+            if case .string(let text)? = updated { stamp = try? TableTimestamp(parsing: text) }
             return tally.withLock { t in
                 t.rows += 1
                 if let stamp, t.newest.map({ stamp > $0 }) ?? true { t.newest = stamp }
@@ -245,7 +255,7 @@ extension OfflineTable {
                     return false
                 }
                 t.written.insert(id)
-                if fields[deletedName] == .bool(true) {
+                if deleted == .bool(true) {
                     t.deletedIDs.append(entity.id)
                     return false
                 }
