@@ -538,7 +538,7 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         @Sendable func row(_ record: EntityRecord) -> (fields: [UInt8], present: String) {
             (record.fieldsJSON, presentText(record.presentFields))
         }
-        let workers = min(ProcessInfo.processInfo.activeProcessorCount, records.count / 256)
+        let workers = min(cores, records.count / 256)
         guard workers > 1 else { return records.map(row) }
         let rows = UnsafeMutableBufferPointer<(fields: [UInt8], present: String)>.allocate(capacity: records.count)
         defer { rows.deallocate() }
@@ -552,6 +552,10 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         _ = rows.deinitialize()
         return result
     }
+
+    /// The cores `encode` may use, read once: `activeProcessorCount` reads a file each time, which
+    /// cost a small commit more than encoding a record.
+    private static let cores = ProcessInfo.processInfo.activeProcessorCount
 
     /// The present fields as a JSON array of keys.
     static func presentText(_ keys: [String]) -> String {
