@@ -67,7 +67,13 @@ extension OfflineTable {
         // One page ahead: the next page downloads (and the server reads it) while this one
         // commits. It is read with the token this page will leave, and committed only after this
         // page is, so pages and tokens still reach the file in order; a failed commit drops it.
-        var next: PageFetch? = PageFetch(self, request)
+        // The rows with operations not pushed: read here, then again by each page's commit (in
+        // its transaction), for the pages read after it. A page read with an older set is still
+        // checked by its own commit: an operation queued meanwhile for one of its rows makes
+        // the page be read again. A row whose operation was pushed meanwhile is left as the
+        // push's answer wrote it.
+        var pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
+        var next: PageFetch? = PageFetch(self, request, pending: pending)
         defer { next?.cancel() }
         var attempts = 0
         while let fetch = next {
@@ -101,20 +107,23 @@ extension OfflineTable {
                 following = PageRequest(
                     path: try pullPath(query, token: pageToken, skip: nextSkip, pageSize: pageSize), start: nextSkip)
             }
-            next = following.map { PageFetch(self, $0) }
+            next = following.map { PageFetch(self, $0, pending: pending) }
             let removed: Int
             do {
                 // Off the concurrency pool: the commit blocks on SQLite (and on store hooks).
                 let committed = await runBlocking { [self, token] in
-                    Result { () throws(SyncError) -> Int in try commit(page, token: token, queryID: queryID) }
+                    Result { () throws(SyncError) -> (Int, Set<String>) in
+                        try commit(page, token: token, queryID: queryID)
+                    }
                 }
-                removed = try committed.get()
+                (removed, pending) = try committed.get()
             } catch  where attempts < 4 && error.code == .pageRace {
                 // A local change to a row of the page, made while the page was on its way: the
                 // page is read again, with that row skipped, and what was read after it dropped.
                 attempts += 1
                 next?.cancel()
-                next = PageFetch(self, request)
+                pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
+                next = PageFetch(self, request, pending: pending)
                 continue
             }
             attempts = 0
@@ -196,8 +205,8 @@ extension OfflineTable {
     struct PageFetch: Sendable {
         private let task: Task<FetchedPage, any Error>
 
-        init(_ table: OfflineTable, _ request: PageRequest) {
-            task = Task { try await table.fetchPage(request) }
+        init(_ table: OfflineTable, _ request: PageRequest, pending: Set<String>) {
+            task = Task { try await table.fetchPage(request, pending: pending) }
         }
 
         /// The page, or the error that ended its reading.
@@ -221,15 +230,14 @@ extension OfflineTable {
     /// A page that met a local change made while it was read: it is read again.
     struct LocalChangeDuringPage: Error {}
 
-    /// Reads one page into a batch that is not committed: the rows with operations not pushed
-    /// yet are left out (and counted), the deleted ones listed for removal.
-    private func fetchPage(_ request: PageRequest) async throws(SyncError) -> FetchedPage {
+    /// Reads one page into a batch that is not committed: the rows of `pending` (those with
+    /// operations not pushed yet) are left out and counted, the deleted ones listed for removal.
+    private func fetchPage(_ request: PageRequest, pending: Set<String>) async throws(SyncError) -> FetchedPage {
         let table = name
         let engine = engine
         guard let updatedName = engine.wireName(.updatedAt), let deletedName = engine.wireName(.deleted) else {
             throw SyncError(.invalidRow, "the protocol has no updatedAt", table: table)
         }
-        let pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
         let tally = Mutex(PageTally())
         let prefix = engine.prefix
         let condition: @Sendable (IncomingEntity) -> Bool = { entity in
@@ -277,24 +285,29 @@ extension OfflineTable {
     }
 
     /// Commits a page read by ``fetchPage(_:)``, its removals and (with a query id, when the page
-    /// raised it) the new delta token, in one transaction; returns how many rows it removed.
+    /// raised it) the new delta token, in one transaction; returns how many rows it removed, and
+    /// the ids of the table's rows with operations not pushed, as that transaction read them.
     /// - Throws: ``SyncErrorCode/pageRace`` when a row of the page got a local change meanwhile
     ///   (nothing is then written).
-    private func commit(_ page: FetchedPage, token: TableTimestamp?, queryID: String?) throws(SyncError) -> Int {
+    private func commit(_ page: FetchedPage, token: TableTimestamp?, queryID: String?) throws(SyncError) -> (
+        removed: Int, pending: Set<String>
+    ) {
         let table = name
         let tally = page.tally
         let newToken = queryID != nil && tally.newest.map { new in token.map { new > $0 } ?? true } == true
         let text = tally.newest?.description
+        let pending = Mutex<Set<String>>([])
         let work = SQLiteTransactionWork { db in
-            if !tally.written.isEmpty, !(try SyncQueue.pendingIDs(db, table: table)).isDisjoint(with: tally.written) {
-                throw LocalChangeDuringPage()
-            }
+            let now = try SyncQueue.pendingIDs(db, table: table)
+            if !now.isDisjoint(with: tally.written) { throw LocalChangeDuringPage() }
+            pending.withLock { $0 = now }
             if newToken, let queryID, let text {
                 try SyncQueue.setToken(db, table: table, queryID: queryID, token: text)
             }
         }
         do {
-            return try store.commit(page.batch, removing: tally.deletedIDs, alongside: work).changes.removed.count
+            let removed = try store.commit(page.batch, removing: tally.deletedIDs, alongside: work).changes.removed.count
+            return (removed, pending.withLock { $0 })
         } catch {
             if SyncContext.chain(of: error).contains(where: { $0 is LocalChangeDuringPage }) {
                 throw SyncError(.pageRace, "a row of the page changed locally while it was read", table: table)
