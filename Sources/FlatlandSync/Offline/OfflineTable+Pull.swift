@@ -306,8 +306,8 @@ extension OfflineTable {
             }
         }
         do {
-            let removed = try store.commit(page.batch, removing: tally.deletedIDs, alongside: work).changes.removed.count
-            return (removed, pending.withLock { $0 })
+            let result = try store.commit(page.batch, removing: tally.deletedIDs, alongside: work)
+            return (result.changes.removed.count, pending.withLock { $0 })
         } catch {
             if SyncContext.chain(of: error).contains(where: { $0 is LocalChangeDuringPage }) {
                 throw SyncError(.pageRace, "a row of the page changed locally while it was read", table: table)
