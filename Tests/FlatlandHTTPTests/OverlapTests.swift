@@ -12,15 +12,24 @@ final class ChunkedTransport: HTTPTransport, @unchecked Sendable {
     let chunkSize: Int
     /// Handed in before the transport waits for ``gate`` (nil: never waits).
     let pauseAfterChunks: Int?
+    /// The `Content-Length` the head says (none when nil).
+    let contentLength: Int?
+    /// The key of the thread dictionary entry that marks the thread handing in the head and
+    /// the chunks.
+    static let threadMark = "chunked-transport"
+
+    /// Whether the current thread is one that hands in a response.
+    static var onTransportThread: Bool { Thread.current.threadDictionary[threadMark] != nil }
     let gate = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var handed = 0
     private var paused = false
 
-    init(body: [UInt8], chunkSize: Int, pauseAfterChunks: Int? = nil) {
+    init(body: [UInt8], chunkSize: Int, pauseAfterChunks: Int? = nil, contentLength: Int? = nil) {
         self.body = body
         self.chunkSize = chunkSize
         self.pauseAfterChunks = pauseAfterChunks
+        self.contentLength = contentLength
     }
 
     /// Chunks handed to the receiver so far.
@@ -35,7 +44,10 @@ final class ChunkedTransport: HTTPTransport, @unchecked Sendable {
         let cancelled = Cancelled()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                Thread { continuation.resume(with: Result { try self.stream(to: receiver, cancelled) }) }.start()
+                Thread {
+                    Thread.current.threadDictionary[Self.threadMark] = true
+                    continuation.resume(with: Result { try self.stream(to: receiver, cancelled) })
+                }.start()
             }
         } onCancel: {
             cancelled.set()
@@ -43,7 +55,9 @@ final class ChunkedTransport: HTTPTransport, @unchecked Sendable {
     }
 
     private func stream(to receiver: any HTTPResponseReceiver, _ cancelled: Cancelled) throws -> HTTPResponseHead {
-        let head = HTTPResponseHead(status: 200, headers: ["Content-Type": "application/json"])
+        var headers: HTTPHeaders = ["Content-Type": "application/json"]
+        if let contentLength { headers["content-length"] = "\(contentLength)" }
+        let head = HTTPResponseHead(status: 200, headers: headers)
         try receiver.receive(head: head)
         var offset = 0
         while offset < body.count {
@@ -74,11 +88,24 @@ final class ChunkedTransport: HTTPTransport, @unchecked Sendable {
 
 @Suite("Download and ingest overlap through a bounded buffer")
 struct OverlapTests {
-    private func session(_ transport: ChunkedTransport, capacity: Int, store: Store? = nil) throws -> Session {
+    private func session(
+        _ transport: ChunkedTransport, capacity: Int, store: Store? = nil, hooks: StoreHooks = StoreHooks()
+    ) throws -> Session {
         let environment = try Environment(name: "chunked", baseURL: URL(string: "http://127.0.0.1:1")!)
         return Session(
-            user: "ada", environment: environment, registry: seedFixtureRegistry(),
+            user: "ada", environment: environment, registry: seedFixtureRegistry(), hooks: hooks,
             configuration: Backend.Configuration(makeTransport: { transport }, ingestBufferCapacity: capacity))
+    }
+
+    /// A session whose store records, for every entity read, whether the transport's own thread
+    /// read it.
+    private func recordingSession(_ transport: ChunkedTransport) throws -> (Session, LockedLines) {
+        let threads = LockedLines()
+        let hooks = StoreHooks(condition: { _ in
+            threads.append(ChunkedTransport.onTransportThread ? "transport" : "consumer")
+            return true
+        })
+        return (try session(transport, capacity: 64 << 10, hooks: hooks), threads)
     }
 
     /// A seed-shaped slice of `count` users, and what an in-memory ingest of it gives.
@@ -235,5 +262,56 @@ struct OverlapTests {
             #expect(task.peakBytesBuffered <= 64 << 10)
             await session.logout()
         }
+    }
+
+    @Test("a small body that comes whole is read on the transport's thread, with the same result")
+    func smallBodyReadInline() async throws {
+        let expected = try slice(users: 20)
+        #expect(expected.body.count < IngestReceiver.inlineLimit)
+        let cases: [(chunkSize: Int, contentLength: Int?, reader: String)] = [
+            (expected.body.count, expected.body.count, "transport"),
+            // Not whole in its first chunk, or no length: the consumer reads it.
+            (expected.body.count / 3, expected.body.count, "consumer"),
+            (expected.body.count, nil, "consumer"),
+        ]
+        for (chunkSize, contentLength, reader) in cases {
+            let transport = ChunkedTransport(body: expected.body, chunkSize: chunkSize, contentLength: contentLength)
+            let (session, threads) = try recordingSession(transport)
+            let task = session.launch(.get, "/users")
+            let result = try await task.value
+            #expect(result.items == expected.items)
+            #expect(session.store.count == expected.records)
+            let length = contentLength.map(String.init) ?? "none"
+            #expect(Set(threads.all) == [reader], "chunks of \(chunkSize), length \(length)")
+            await session.logout()
+        }
+    }
+
+    @Test("a small body read on the transport's thread: an ingest error fails the task and applies nothing")
+    func smallBodyInlineError() async throws {
+        var body = try slice(users: 20).body
+        let at = try #require(body.lastIndex(of: UInt8(ascii: "{")))
+        body.replaceSubrange(at..<(at + 1), with: Array(#"{"uuid":"u-bad","age":"old"},{"#.utf8))
+        let transport = ChunkedTransport(body: body, chunkSize: body.count, contentLength: body.count)
+        let (session, threads) = try recordingSession(transport)
+        let error = try #require(await failure(of: session.launch(.get, "/users")))
+        #expect(error.code == .decoding)
+        #expect(threads.all.contains("transport"))
+        #expect(session.store.count == 0)
+        #expect(session.store.collections.isEmpty)
+        await session.logout()
+    }
+
+    @Test("a body longer than its Content-Length, read whole at first: the task fails, nothing applied")
+    func bodyPastItsLength() async throws {
+        let body = try slice(users: 20).body
+        let extra = body + Array("   ".utf8)
+        // The first chunk is the whole declared body; the next one is past it.
+        let transport = ChunkedTransport(body: extra, chunkSize: body.count, contentLength: body.count)
+        let (session, _) = try recordingSession(transport)
+        let error = try #require(await failure(of: session.launch(.get, "/users")))
+        #expect(error.code == .transport)
+        #expect(session.store.count == 0)
+        await session.logout()
     }
 }

@@ -55,12 +55,23 @@ final class PendingIngest: @unchecked Sendable {
 /// ever held. An ingest error stops the pipe: the next chunk the transport hands in throws it,
 /// and the transport stops the request. Nothing is applied until the whole body has been read
 /// (``bodyIngested()``) and the backend commits the batch.
+///
+/// A small body that arrives whole in its first chunk (its `Content-Length`, at most
+/// ``inlineLimit`` bytes) is read on the transport's thread instead, as it arrives: there is no
+/// download left to overlap it with, and handing it to a thread of its own cost a page of a
+/// pull more than reading it.
 final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
     private struct State {
         var errorBody: [UInt8] = []
         var bytes = 0
         var ingestor: Ingestor?
         var pipe: ChunkPipe?
+        /// The body's length, when it is small enough to read on the transport's thread.
+        var smallBody: Int?
+        /// Whether the body has begun to be read (by the consumer, or on the transport's thread).
+        var reading = false
+        /// Whether it was read whole on the transport's thread.
+        var readInline = false
         var consumerDone = false
         var consumerFailure: (any Error)?
         var waiter: CheckedContinuation<Void, any Error>?
@@ -72,6 +83,8 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
     private let progress: @Sendable (Int) -> Void
     private let bufferCapacity: Int
     static let maxErrorBody = 64 << 10
+    /// The largest body read on the transport's thread (when it arrives whole in one chunk).
+    static let inlineLimit = 64 << 10
 
     init(
         makeIngestor: @escaping () -> Ingestor, bufferCapacity: Int = Backend.Configuration.defaultIngestBufferCapacity,
@@ -96,6 +109,8 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
     func receive(head: HTTPResponseHead) throws {
         let started = state.withLock { s -> (Ingestor, ChunkPipe)? in
             guard head.isSuccess && head.status != 204 else { return nil }
+            let length = head.headers["Content-Length"].flatMap { Int($0) }
+            if let length, length > 0, length <= Self.inlineLimit { s.smallBody = length }
             let made = makeIngestor()
             // A page's place from its headers (a bare array with a Link header), where the caller
             // has not said it in the request's IngestOptions.page.
@@ -111,7 +126,18 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
             return (made, pipe)
         }
         guard let (ingestor, pipe) = started else { return }
-        // Not on Swift's cooperative pool: the consumer blocks while it waits for chunks.
+        // A small body waits for its first chunk: it may arrive whole.
+        if state.withLock({ $0.smallBody }) == nil { startConsumer(ingestor, pipe) }
+    }
+
+    /// Starts the consumer, on a thread of its own: not on Swift's cooperative pool, since it
+    /// blocks while it waits for chunks.
+    private func startConsumer(_ ingestor: Ingestor, _ pipe: ChunkPipe) {
+        let first = state.withLock { s in
+            defer { s.reading = true }
+            return !s.reading
+        }
+        guard first else { return }
         let box = UncheckedBox((self, ingestor, pipe))
         DispatchQueue.global(qos: .userInitiated).async {
             let (receiver, ingestor, pipe) = box.value
@@ -119,16 +145,56 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
         }
     }
 
+    /// Where a chunk goes.
+    private enum Route {
+        /// Into the error body (or nowhere): not a body the ingest reads.
+        case none
+        /// Into the pipe, for the consumer.
+        case pipe(ChunkPipe, startConsumer: Ingestor?)
+        /// Read here and now: the whole of a small body.
+        case inline(Ingestor)
+        /// A chunk after a body read whole: more than its `Content-Length`.
+        case pastTheEnd
+    }
+
     func receive(chunk: UnsafeRawBufferPointer) throws {
-        let pipe = state.withLock { s -> ChunkPipe? in
+        let route = state.withLock { s -> Route in
+            let first = s.bytes == 0
             s.bytes += chunk.count
-            if s.pipe == nil && s.errorBody.count < Self.maxErrorBody {
-                s.errorBody.append(contentsOf: chunk.prefix(Self.maxErrorBody - s.errorBody.count))
+            guard let pipe = s.pipe, let ingestor = s.ingestor else {
+                if s.errorBody.count < Self.maxErrorBody {
+                    s.errorBody.append(contentsOf: chunk.prefix(Self.maxErrorBody - s.errorBody.count))
+                }
+                return .none
             }
-            return s.pipe
+            if s.readInline { return .pastTheEnd }
+            if s.reading { return .pipe(pipe, startConsumer: nil) }
+            if first, chunk.count == s.smallBody, !s.cancelled {
+                s.reading = true
+                s.readInline = true
+                return .inline(ingestor)
+            }
+            return .pipe(pipe, startConsumer: ingestor)
         }
-        if let pipe {
+        switch route {
+        case .none:
+            break
+        case .pipe(let pipe, let starting):
+            if let starting { startConsumer(starting, pipe) }
             try pipe.push(chunk) { HTTPError(.cancelled, "the request was cancelled") }
+        case .inline(let ingestor):
+            var failure: (any Error)?
+            do { try ingestor.feed(chunk) } catch { failure = error }
+            if failure == nil, state.withLock({ $0.cancelled }) {
+                ingestor.cancel()
+                failure = HTTPError(.cancelled, "the request was cancelled")
+            }
+            consumerFinished(failure)
+            if let failure { throw failure }
+        case .pastTheEnd:
+            let error = HTTPError(.transport, "the body is longer than its Content-Length")
+            consumerFinished(error)
+            throw error
         }
         progress(chunk.count)
     }
@@ -150,20 +216,29 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
             ingestor.cancel()
             failure = HTTPError(.cancelled, "the request was cancelled")
         }
+        consumerFinished(failure)
+    }
+
+    /// The body has been read (or its reading failed): wakes ``bodyIngested()``. The first
+    /// failure stays.
+    private func consumerFinished(_ failure: (any Error)?) {
         let waiter = state.withLock { s -> CheckedContinuation<Void, any Error>? in
             s.consumerDone = true
-            s.consumerFailure = failure
+            s.consumerFailure = s.consumerFailure ?? failure
             defer { s.waiter = nil }
             return s.waiter
         }
-        if let waiter { resume(waiter, failure) }
+        if let waiter { resume(waiter, state.withLock { $0.consumerFailure }) }
     }
 
     /// Waits until the ingest has read every chunk of a body the transport has finished.
     /// - Throws: the ingest's error (nothing is applied), or ``HTTPError`` `cancelled`.
     func bodyIngested() async throws {
-        guard let pipe = state.withLock({ $0.pipe }) else { return }
+        guard let (pipe, ingestor) = state.withLock({ s in s.pipe.flatMap { p in s.ingestor.map { (p, $0) } } })
+        else { return }
         pipe.close()
+        // A small body that never came whole (or never came): the consumer reads what there is.
+        startConsumer(ingestor, pipe)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let done = state.withLock { s -> (any Error)?? in
                 if s.consumerDone { return .some(s.consumerFailure) }

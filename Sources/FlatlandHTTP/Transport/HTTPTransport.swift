@@ -4,7 +4,9 @@
 public protocol HTTPResponseReceiver: AnyObject, Sendable {
     /// The status line and headers, once, before any chunk.
     func receive(head: HTTPResponseHead) throws
-    /// The next chunk of the body; the bytes are valid only during the call.
+    /// The next chunk of the body; the bytes are valid only during the call. The call may take
+    /// the time of reading the chunk (a session reads a small body that arrives whole on the
+    /// calling thread), so a transport calls it where it may wait, not on an event loop.
     func receive(chunk: UnsafeRawBufferPointer) throws
 }
 
