@@ -140,6 +140,40 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
     }
 
+    /// A value already written as JSON, appended as it is. Only for text this writer wrote (it
+    /// is not checked).
+    package mutating func json(value utf8: [UInt8]) {
+        beforeValue()
+        bytes.append(contentsOf: utf8)
+    }
+
+    /// The members of an object already written as compact JSON (`{…}`, as this writer writes
+    /// one), appended inside the object begun here. False, and nothing written, when `text` is
+    /// not `{…}` or the writer is pretty. Only for text this writer wrote: the members are not
+    /// checked.
+    package mutating func json(membersOf text: String) -> Bool {
+        guard !pretty, !afterKey else { return false }
+        var text = text
+        return text.withUTF8 { utf8 in
+            func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
+            var lower = 0
+            var upper = utf8.count
+            while lower < upper, isSpace(utf8[lower]) { lower += 1 }
+            while upper > lower, isSpace(utf8[upper - 1]) { upper -= 1 }
+            guard upper - lower >= 2, utf8[lower] == UInt8(ascii: "{"), utf8[upper - 1] == UInt8(ascii: "}") else {
+                return false
+            }
+            lower += 1
+            upper -= 1
+            while lower < upper, isSpace(utf8[lower]) { lower += 1 }
+            guard lower < upper else { return true }
+            if needsComma[needsComma.count - 1] { bytes.append(UInt8(ascii: ",")) }
+            needsComma[needsComma.count - 1] = true
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[lower..<upper]))
+            return true
+        }
+    }
+
     /// Any ``JSONValue``, recursively.
     public mutating func value(_ value: JSONValue) {
         switch value {

@@ -302,18 +302,69 @@ final class SQLiteTableStorage: TableStorage {
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?
     ) {
-        let (condition, order) = try query.sql(WireColumns(wire: wire, dialect: .sqlite))
-        let arguments = StatementArguments(condition.arguments.map(\.databaseValue))
-        let selectArguments = StatementArguments((condition.arguments + order.arguments).map(\.databaseValue))
-        let t = Self.sqlTable(table)
-        let select =
-            "SELECT id, created_at, updated_at, version, deleted, data FROM \(t) WHERE \(condition.sql) ORDER BY \(order.sql) LIMIT \(max(0, query.top)) OFFSET \(max(0, query.skip))"
-        let countSQL = query.includeCount ? "SELECT count(*) FROM \(t) WHERE \(condition.sql)" : nil
+        let statements = try Self.statements(table, query, wire: wire)
         return try await read { db in
-            let rows = try Row.fetchAll(db, sql: select, arguments: selectArguments).map(Self.decode)
-            let count = try countSQL.map { try Int.fetchOne(db, sql: $0, arguments: arguments) ?? 0 }
-            return (rows, count)
+            let rows = try Row.fetchAll(db, sql: statements.select, arguments: statements.selectArguments).map(
+                Self.decode)
+            return (rows, try statements.count(db))
         }
+    }
+
+    /// The rows written straight from their stored fields (a JSON object this storage wrote),
+    /// without reading them as values: the list route's rows, when it selects no fields.
+    func encodedQuery(_ table: String, _ query: TableRowQuery, wire: TableWire, select: [String]?)
+        async throws(TableStorageError) -> (rows: [[UInt8]], count: Int?)
+    {
+        guard select == nil else {
+            let (rows, count) = try await self.query(table, query, wire: wire)
+            return (TableRow.encoded(rows, wire, select: select), count)
+        }
+        let statements = try Self.statements(table, query, wire: wire)
+        return try await read { db in
+            var rows: [[UInt8]] = []
+            var writer = JSONWriter()
+            let cursor = try Row.fetchCursor(db, sql: statements.select, arguments: statements.selectArguments)
+            while let row = try cursor.next() {
+                writer.reset()
+                writer.beginObject()
+                writer.key("id")
+                writer.string(row[0] as String)
+                guard writer.json(membersOf: row[5] as String) else {
+                    throw TableStorageError(code: .storage, message: "a stored row is not a JSON object")
+                }
+                TableRow.writeSystemProperties(
+                    to: &writer, wire, select: nil, createdAt: row[1], updatedAt: row[2], version: row[3],
+                    deleted: row[4] as Int64 != 0)
+                writer.endObject()
+                rows.append(writer.bytes)
+            }
+            return (rows, try statements.count(db))
+        }
+    }
+
+    /// The statements of a query: its rows, and their number when asked for.
+    private struct QueryStatements {
+        var select: String
+        var selectArguments: StatementArguments
+        var countSQL: String?
+        var countArguments: StatementArguments
+
+        func count(_ db: Database) throws -> Int? {
+            try countSQL.map { try Int.fetchOne(db, sql: $0, arguments: countArguments) ?? 0 }
+        }
+    }
+
+    private static func statements(_ table: String, _ query: TableRowQuery, wire: TableWire)
+        throws(TableStorageError) -> QueryStatements
+    {
+        let (condition, order) = try query.sql(WireColumns(wire: wire, dialect: .sqlite))
+        let t = sqlTable(table)
+        return QueryStatements(
+            select:
+                "SELECT id, created_at, updated_at, version, deleted, data FROM \(t) WHERE \(condition.sql) ORDER BY \(order.sql) LIMIT \(max(0, query.top)) OFFSET \(max(0, query.skip))",
+            selectArguments: StatementArguments((condition.arguments + order.arguments).map(\.databaseValue)),
+            countSQL: query.includeCount ? "SELECT count(*) FROM \(t) WHERE \(condition.sql)" : nil,
+            countArguments: StatementArguments(condition.arguments.map(\.databaseValue)))
     }
 }
 

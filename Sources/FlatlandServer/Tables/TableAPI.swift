@@ -502,9 +502,9 @@ struct TableRequest: Sendable {
         rowQuery.owner = owner
         rowQuery.includeCount =
             parameter("$inlinecount")?.lowercased() == "allpages" || parameter("$count")?.lowercased() == "true"
-        let result: (rows: [TableRow], count: Int?)
+        let result: (rows: [[UInt8]], count: Int?)
         do {
-            result = try await storage.query(table.name, rowQuery, wire: wire)
+            result = try await storage.encodedQuery(table.name, rowQuery, wire: wire, select: select)
         } catch {
             return failure(error)
         }
@@ -514,23 +514,42 @@ struct TableRequest: Sendable {
             rows.removeLast(rows.count - api.configuration.pageSize)
             next = nextLink(path: path, skip: skip + rows.count)
         }
-        let items = JSONValue.array(rows.map { .object($0.json(wire, select: select)) })
+        // The rows as the storage wrote them, in the envelope of the protocol.
+        var writer = JSONWriter(capacity: rows.reduce(64) { $0 + $1.count + 1 })
+        func items() {
+            writer.beginArray()
+            for row in rows { writer.json(value: row) }
+            writer.endArray()
+        }
         var reply = Reply(status: 200)
         switch wire.version {
         case .v3:
-            var envelope = JSONObject()
-            envelope.members.append((key: "items", value: items))
-            if let count = result.count { envelope.members.append((key: "count", value: .number(JSONNumber(count)))) }
-            if let next { envelope.members.append((key: "nextLink", value: .string(next))) }
-            reply.body = JSONValue.object(envelope).jsonBytes
+            writer.beginObject()
+            writer.key("items")
+            items()
+            if let count = result.count {
+                writer.key("count")
+                writer.number(count)
+            }
+            if let next {
+                writer.key("nextLink")
+                writer.string(next)
+            }
+            writer.endObject()
         case .v1, .v2:
             if let count = result.count {
-                reply.body = JSONValue.object(["results": items, "count": .number(JSONNumber(count))]).jsonBytes
+                writer.beginObject()
+                writer.key("results")
+                items()
+                writer.key("count")
+                writer.number(count)
+                writer.endObject()
             } else {
-                reply.body = items.jsonBytes
+                items()
             }
             if let next { reply.headers.append(("Link", "<\(next)>; rel=next")) }
         }
+        reply.body = writer.bytes
         return reply
     }
 

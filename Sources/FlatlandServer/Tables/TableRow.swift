@@ -85,6 +85,40 @@ struct TableRow: Sendable, Equatable {
             seconds: Int(seconds), fraction: Int(micros - seconds * 1_000_000), digits: 6, suffix: "Z")
     }
 
+    /// Writes the row as ``json(_:select:)`` gives it, straight to `writer` (the list route's
+    /// rows, without building an object for each).
+    func write(to writer: inout JSONWriter, _ wire: TableWire, select: [String]? = nil) {
+        writer.beginObject()
+        writer.key("id")
+        writer.string(id)
+        for (key, value) in fields.members where select.map({ $0.contains(key) }) ?? true {
+            writer.key(key)
+            writer.value(value)
+        }
+        Self.writeSystemProperties(
+            to: &writer, wire, select: select, createdAt: createdAt, updatedAt: updatedAt, version: version,
+            deleted: deleted)
+        writer.endObject()
+    }
+
+    /// The system properties that end a row's object, as ``json(_:select:)`` writes them.
+    static func writeSystemProperties(
+        to writer: inout JSONWriter, _ wire: TableWire, select: [String]?, createdAt: Int64, updatedAt: Int64,
+        version: Int64, deleted: Bool
+    ) {
+        for property in wire.systemProperties {
+            let name = property.name(wire.version)
+            guard select.map({ $0.contains(name) }) ?? true else { continue }
+            writer.key(name)
+            switch property {
+            case .createdAt: writer.string(dateString(createdAt))
+            case .updatedAt: writer.string(dateString(updatedAt))
+            case .version: writer.string(versionString(version))
+            case .deleted: writer.bool(deleted)
+            }
+        }
+    }
+
     /// The row as JSON for a client of `version`: `id`, the fields, then the system
     /// properties under the protocol's names (v1: only those in `systemProperties`).
     func json(_ wire: TableWire, select: [String]? = nil) -> JSONObject {

@@ -99,6 +99,33 @@ protocol TableStorage: Sendable {
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?
     )
+    /// The rows a query selects, each written as the list route sends it
+    /// (``TableRow/write(to:_:select:)``, only the members in `select` when given), and their
+    /// number when asked for.
+    func encodedQuery(_ table: String, _ query: TableRowQuery, wire: TableWire, select: [String]?)
+        async throws(TableStorageError) -> (rows: [[UInt8]], count: Int?)
+}
+
+extension TableStorage {
+    /// The rows of ``query(_:_:wire:)``, each written by ``TableRow/write(to:_:select:)``.
+    func encodedQuery(_ table: String, _ query: TableRowQuery, wire: TableWire, select: [String]?)
+        async throws(TableStorageError) -> (rows: [[UInt8]], count: Int?)
+    {
+        let (rows, count) = try await self.query(table, query, wire: wire)
+        return (TableRow.encoded(rows, wire, select: select), count)
+    }
+}
+
+extension TableRow {
+    /// Each of `rows` as the list route sends it.
+    static func encoded(_ rows: [TableRow], _ wire: TableWire, select: [String]?) -> [[UInt8]] {
+        var writer = JSONWriter()
+        return rows.map { row in
+            writer.reset()
+            row.write(to: &writer, wire, select: select)
+            return writer.bytes
+        }
+    }
 }
 
 extension TableStorage {
