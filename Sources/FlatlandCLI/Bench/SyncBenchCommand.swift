@@ -28,6 +28,11 @@ struct SyncBenchCommand: AsyncParsableCommand {
             more than a page. After each pull the child sends the same requests again through
             URLSession, reading the bodies and dropping them: what the server and loopback cost
             alone, a floor under the pull (the rest is the device's parse, ingest and commits).
+            CPU per page: the CPU time (user and system, every thread) the child spent during the
+            pull, and the one this process (the server) spent from the child's start to the end
+            of its pull, each divided by the pages (pull_device_cpu_ms_per_page,
+            pull_server_cpu_ms_per_page): the two share this machine's cores, so a pull is faster
+            only when one of them costs less.
 
             Push: a fresh device queues --pushes local inserts, then pushes them (one request per
             operation); the server must hold them all afterwards and the queue must be empty.
