@@ -121,7 +121,7 @@ struct SyncPushArguments: ParsableCommand {
     var batch: BatchChoice = .auto
 
     @Option(help: "The most operations in one batch.")
-    var batchSize = 100
+    var batchSize = PushOptions.defaultBatchSize
 
     func validate() throws {
         guard batchSize >= 1 else { throw ValidationError("--batch-size must be 1 or more") }

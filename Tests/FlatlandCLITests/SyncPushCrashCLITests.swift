@@ -15,7 +15,8 @@ import Testing
 /// exactly once, nothing left queued.
 @Suite("flatland sync: a push killed mid-way is finished by the next one, each row once")
 struct SyncPushCrashCLITests {
-    static let rows = 300
+    // More than three batches of the default size, so that the kill lands before the last one.
+    static let rows = 1000
 
     @Test func aPushKilledMidWayLosesAndDuplicatesNothing() async throws {
         let server = try TableServer()
@@ -23,7 +24,7 @@ struct SyncPushCrashCLITests {
         let device = SyncDevice(workspace: workspace, file: "phone.sqlite", url: server.url)
         let ids = (0..<SyncPushCrashCLITests.rows).map { String(format: "push%04d", $0) }
 
-        // The queue, written offline through the store file (one process, not 300).
+        // The queue, written offline through the store file (one process, not one per row).
         let store = try await OfflineStore.open(path: device.path, baseURL: nil, protocol: .v2)
         let todos = store.sync.table("todoitem")
         for (n, id) in ids.enumerated() { try todos.insert(["id": .string(id), "n": .integer(n)]) }

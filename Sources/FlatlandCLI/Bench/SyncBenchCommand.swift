@@ -36,7 +36,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
             Push: a fresh device queues --pushes local inserts, then pushes them (one request per
             operation); the server must hold them all afterwards and the queue must be empty.
-            Then another fresh device does the same into another table in batches of 100
+            Then another fresh device does the same into another table in batches of \(PushOptions.defaultBatchSize)
             (POST /tables/$batch): push_batched_ops_per_s, and push_batch_vs_single their ratio.
 
             Each figure is the median of --runs (the memory figures: the largest). The bars: a

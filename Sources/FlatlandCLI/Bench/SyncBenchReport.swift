@@ -1,4 +1,5 @@
 import FlatlandJSON
+import FlatlandSync
 
 /// The results of one `flatland bench-sync` run, as a table or a JSON object.
 struct SyncBenchReport {
@@ -17,7 +18,8 @@ struct SyncBenchReport {
     /// The pulls of each line: the table at `pageSize`, at 1000, and the small table at `pageSize`.
     var pullResults: [[SyncBench.Pull]] = [[], [], []]
     var pushResults: [SyncBench.Push] = []
-    /// The pushes in batches (``PushOptions/Batching/automatic``, 100 a batch).
+    /// The pushes in batches (``PushOptions/Batching/automatic``, ``PushOptions/defaultBatchSize`` a
+    /// batch).
     var batchedPushResults: [SyncBench.Push] = []
     /// The bar of batch push: this many times the operations per second of one by one.
     static let batchBar = 10.0
@@ -78,7 +80,7 @@ struct SyncBenchReport {
             Push of \(pushes) queued inserts, every one on the server, the queue empty:
               \(whole(pushOpsPerSecond)) operations/s (\(formatted(Bench.median(pushResults.map(\.seconds)), 2)) s; \
             queued locally at \(whole(queueInsertsPerSecond)) inserts/s)
-            The same in batches of 100: \(whole(batchedPushOpsPerSecond)) operations/s \
+            The same in batches of \(PushOptions.defaultBatchSize): \(whole(batchedPushOpsPerSecond)) operations/s \
             (\(formatted(Bench.median(batchedPushResults.map(\.seconds)), 2)) s), \(formatted(batchRatio, 3))x one by one
 
             Bars:
