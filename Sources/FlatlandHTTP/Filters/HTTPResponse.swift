@@ -57,7 +57,8 @@ final class PendingIngest: @unchecked Sendable {
 /// (``bodyIngested()``) and the backend commits the batch.
 ///
 /// A small body that arrives whole in its first chunk (its `Content-Length`, at most
-/// ``inlineLimit`` bytes) is read on the transport's thread instead, as it arrives: there is no
+/// ``inlineLimit`` bytes, and no `Content-Encoding`) is read on the transport's thread instead,
+/// as it arrives: there is no
 /// download left to overlap it with, and handing it to a thread of its own cost a page of a
 /// pull more than reading it.
 final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
@@ -109,8 +110,11 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
     func receive(head: HTTPResponseHead) throws {
         let started = state.withLock { s -> (Ingestor, ChunkPipe)? in
             guard head.isSuccess && head.status != 204 else { return nil }
+            // The length of the body as it arrives: not when it was encoded (gzip), where the
+            // length is the encoded one and the chunks are decoded.
             let length = head.headers["Content-Length"].flatMap { Int($0) }
-            if let length, length > 0, length <= Self.inlineLimit { s.smallBody = length }
+            let encoding = head.headers["Content-Encoding"]?.lowercased() ?? "identity"
+            if let length, length > 0, length <= Self.inlineLimit, encoding == "identity" { s.smallBody = length }
             let made = makeIngestor()
             // A page's place from its headers (a bare array with a Link header), where the caller
             // has not said it in the request's IngestOptions.page.
