@@ -101,43 +101,47 @@ struct TableRow: Sendable, Equatable {
         writer.endObject()
     }
 
-    /// The system properties that end a row's object, as ``json(_:select:)`` writes them.
-    static func writeSystemProperties(
-        to writer: inout JSONWriter, _ wire: TableWire, select: [String]?, createdAt: Int64, updatedAt: Int64,
-        version: Int64, deleted: Bool
-    ) {
-        for property in wire.systemProperties {
+    /// The system properties that end a row's object, under the protocol's names (v1: only those
+    /// in `systemProperties`), only those in `select` when given.
+    static func systemMembers(
+        _ wire: TableWire, select: [String]?, createdAt: Int64, updatedAt: Int64, version: Int64, deleted: Bool
+    ) -> [(key: String, value: JSONValue)] {
+        wire.systemProperties.compactMap { property in
             let name = property.name(wire.version)
-            guard select.map({ $0.contains(name) }) ?? true else { continue }
-            writer.key(name)
+            guard select.map({ $0.contains(name) }) ?? true else { return nil }
             switch property {
-            case .createdAt: writer.string(dateString(createdAt))
-            case .updatedAt: writer.string(dateString(updatedAt))
-            case .version: writer.string(versionString(version))
-            case .deleted: writer.bool(deleted)
+            case .createdAt: return (name, .string(dateString(createdAt)))
+            case .updatedAt: return (name, .string(dateString(updatedAt)))
+            case .version: return (name, .string(versionString(version)))
+            case .deleted: return (name, .bool(deleted))
             }
         }
     }
 
+    /// Writes ``systemMembers(_:select:createdAt:updatedAt:version:deleted:)`` into the object
+    /// begun in `writer`.
+    static func writeSystemProperties(
+        to writer: inout JSONWriter, _ wire: TableWire, select: [String]?, createdAt: Int64, updatedAt: Int64,
+        version: Int64, deleted: Bool
+    ) {
+        let members = systemMembers(
+            wire, select: select, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted)
+        for (key, value) in members {
+            writer.key(key)
+            writer.value(value)
+        }
+    }
+
     /// The row as JSON for a client of `version`: `id`, the fields, then the system
-    /// properties under the protocol's names (v1: only those in `systemProperties`).
+    /// properties (``systemMembers(_:select:createdAt:updatedAt:version:deleted:)``).
     func json(_ wire: TableWire, select: [String]? = nil) -> JSONObject {
         var object = JSONObject()
-        func wanted(_ name: String) -> Bool { select.map { $0.contains(name) } ?? true }
         object.members.append((key: "id", value: .string(id)))
-        for (key, value) in fields.members where wanted(key) { object.members.append((key: key, value: value)) }
-        for property in wire.systemProperties {
-            let name = property.name(wire.version)
-            guard wanted(name) else { continue }
-            let value: JSONValue
-            switch property {
-            case .createdAt: value = .string(Self.dateString(createdAt))
-            case .updatedAt: value = .string(Self.dateString(updatedAt))
-            case .version: value = .string(versionString)
-            case .deleted: value = .bool(deleted)
-            }
-            object.members.append((key: name, value: value))
+        for (key, value) in fields.members where select.map({ $0.contains(key) }) ?? true {
+            object.members.append((key: key, value: value))
         }
+        object.members += Self.systemMembers(
+            wire, select: select, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted)
         return object
     }
 }
