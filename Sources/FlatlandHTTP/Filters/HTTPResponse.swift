@@ -108,7 +108,7 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
     }
 
     func receive(head: HTTPResponseHead) throws {
-        let started = state.withLock { s -> (Ingestor, ChunkPipe)? in
+        let started = state.withLock { s -> (ingestor: Ingestor, pipe: ChunkPipe, consumer: Bool)? in
             guard head.isSuccess && head.status != 204 else { return nil }
             // The length of the body as it arrives: not when it was encoded (gzip), where the
             // length is the encoded one and the chunks are decoded.
@@ -127,21 +127,17 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
             s.ingestor = made
             s.pipe = pipe
             if s.cancelled { pipe.cancel() }
-            return (made, pipe)
+            // A small body waits for its first chunk: it may arrive whole.
+            s.reading = s.smallBody == nil
+            return (made, pipe, s.reading)
         }
-        guard let (ingestor, pipe) = started else { return }
-        // A small body waits for its first chunk: it may arrive whole.
-        if state.withLock({ $0.smallBody }) == nil { startConsumer(ingestor, pipe) }
+        if let started, started.consumer { startConsumer(started.ingestor, started.pipe) }
     }
 
     /// Starts the consumer, on a thread of its own: not on Swift's cooperative pool, since it
-    /// blocks while it waits for chunks.
+    /// blocks while it waits for chunks. The caller has set `reading` (under the lock), so that
+    /// only one consumer ever starts.
     private func startConsumer(_ ingestor: Ingestor, _ pipe: ChunkPipe) {
-        let first = state.withLock { s in
-            defer { s.reading = true }
-            return !s.reading
-        }
-        guard first else { return }
         let box = UncheckedBox((self, ingestor, pipe))
         DispatchQueue.global(qos: .userInitiated).async {
             let (receiver, ingestor, pipe) = box.value
@@ -173,8 +169,8 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
             }
             if s.readInline { return .pastTheEnd }
             if s.reading { return .pipe(pipe, startConsumer: nil) }
+            s.reading = true
             if first, chunk.count == s.smallBody, !s.cancelled {
-                s.reading = true
                 s.readInline = true
                 return .inline(ingestor)
             }
@@ -226,23 +222,27 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
     /// The body has been read (or its reading failed): wakes ``bodyIngested()``. The first
     /// failure stays.
     private func consumerFinished(_ failure: (any Error)?) {
-        let waiter = state.withLock { s -> CheckedContinuation<Void, any Error>? in
+        let (waiter, outcome) = state.withLock { s -> (CheckedContinuation<Void, any Error>?, (any Error)?) in
             s.consumerDone = true
             s.consumerFailure = s.consumerFailure ?? failure
             defer { s.waiter = nil }
-            return s.waiter
+            return (s.waiter, s.consumerFailure)
         }
-        if let waiter { resume(waiter, state.withLock { $0.consumerFailure }) }
+        if let waiter { resume(waiter, outcome) }
     }
 
     /// Waits until the ingest has read every chunk of a body the transport has finished.
     /// - Throws: the ingest's error (nothing is applied), or ``HTTPError`` `cancelled`.
     func bodyIngested() async throws {
-        guard let (pipe, ingestor) = state.withLock({ s in s.pipe.flatMap { p in s.ingestor.map { (p, $0) } } })
-        else { return }
-        pipe.close()
+        let body = state.withLock { s -> (pipe: ChunkPipe, ingestor: Ingestor, consumer: Bool)? in
+            guard let pipe = s.pipe, let ingestor = s.ingestor else { return nil }
+            defer { s.reading = true }
+            return (pipe, ingestor, !s.reading)
+        }
+        guard let body else { return }
+        body.pipe.close()
         // A small body that never came whole (or never came): the consumer reads what there is.
-        startConsumer(ingestor, pipe)
+        if body.consumer { startConsumer(body.ingestor, body.pipe) }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let done = state.withLock { s -> (any Error)?? in
                 if s.consumerDone { return .some(s.consumerFailure) }
