@@ -101,18 +101,22 @@ extension UntypedMembers {
         return i
     }
 
-    /// Every member in the order it arrived, or nil when there are more than
-    /// ``pairwiseLimit``.
-    private func members() -> [Member]? {
-        var members: [Member] = []
-        var i = 0
-        while i < tokens.count {
-            guard members.count < Self.pairwiseLimit else { return nil }
-            let end = valueEnd(from: i + 1)
-            members.append(Member(key: i, value: i + 1..<end))
-            i = end
+    /// Every member in the order it arrived, when no key arrived twice and there are at most
+    /// ``pairwiseLimit`` of them (nil otherwise: the caller builds the object).
+    private func distinctMembers() -> [Member]? {
+        bytes.withUnsafeBytes { bytes in
+            var members: [Member] = []
+            var i = 0
+            while i < tokens.count {
+                guard members.count < Self.pairwiseLimit,
+                    !members.contains(where: { sameText($0.key, i, in: bytes) })
+                else { return nil }
+                let end = valueEnd(from: i + 1)
+                members.append(Member(key: i, value: i + 1..<end))
+                i = end
+            }
+            return members
         }
-        return members
     }
 
     /// The bytes of token `index`, valid while `bytes` is borrowed.
@@ -127,18 +131,10 @@ extension UntypedMembers {
     }
 
     /// The keys as ``object()``'s would be (each once, where it first arrived), without building
-    /// a value.
+    /// a value when no key arrived twice.
     func keys() -> [String] {
-        guard let members = members() else { return object().keys }
-        return bytes.withUnsafeBytes { bytes in
-            var keys: [String] = []
-            keys.reserveCapacity(members.count)
-            for (n, member) in members.enumerated()
-            where !members[..<n].contains(where: { sameText($0.key, member.key, in: bytes) }) {
-                keys.append(String(parsedUTF8: text(member.key, in: bytes)))
-            }
-            return keys
-        }
+        guard let members = distinctMembers() else { return object().keys }
+        return bytes.withUnsafeBytes { bytes in members.map { String(parsedUTF8: text($0.key, in: bytes)) } }
     }
 
     /// The value of the last member named `key` (the one ``object()`` keeps), read alone.
@@ -166,19 +162,15 @@ extension UntypedMembers {
     /// without building the object; false (and nothing written) when a key arrived twice or
     /// there are too many members to compare, where the caller writes the object.
     func write(to writer: inout JSONWriter) -> Bool {
-        guard let members = members() else { return false }
-        return bytes.withUnsafeBytes { bytes in
-            for (n, member) in members.enumerated()
-            where members[..<n].contains(where: { sameText($0.key, member.key, in: bytes) }) {
-                return false
-            }
+        guard let members = distinctMembers() else { return false }
+        bytes.withUnsafeBytes { bytes in
             for member in members {
                 writer.key(utf8: text(member.key, in: bytes))
                 var i = member.value.lowerBound
                 writeValue(at: &i, in: bytes, to: &writer)
             }
-            return true
         }
+        return true
     }
 
     /// Writes the value at token `i` as `readJSONValue(untyped: true)` reads it: a nested
