@@ -57,7 +57,8 @@ struct SyncBenchCLITests {
         for key in [
             "pull_rows_per_s", "pull_rows_per_s_page_1000", "pull_rows_per_s_small", "push_ops_per_s",
             "push_queue_inserts_per_s", "pull_seconds", "push_seconds", "push_batched_ops_per_s",
-            "push_batched_seconds", "push_batch_vs_single",
+            "push_batched_seconds", "push_batch_vs_single", "pull_device_cpu_ms_per_page",
+            "pull_server_cpu_ms_per_page", "pull_device_cpu_ms_per_page_1000", "pull_server_cpu_ms_per_page_1000",
         ] {
             #expect(try double(key) > 0, "\(key)")
         }

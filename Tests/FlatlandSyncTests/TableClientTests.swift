@@ -218,8 +218,8 @@ struct TableClientTests {
             _ = try await todos.query(TableQuery())
             let listed = try #require(todos.collection(TableQuery())).knownItems
             #expect(listed.count == 3)
-            // An insert, an update and a delete answer with one row each: not a listing of the
-            // table, so the listing stays what the last query returned.
+            // An insert and an update answer with one row each: not a listing of the table, so
+            // the listing stays what the last query returned.
             var more = TodoItem(id: todos.newID())
             more.text = "more"
             var changed = try await todos.insert(more).item
