@@ -25,11 +25,15 @@ struct HostileClientTests {
         return condition()
     }
 
-    @Test("200 idle and 50 slow-header clients: a normal request is answered within a second, and all are closed")
+    @Test(
+        "200 idle and 50 slow-header clients: a normal request is answered long before their timeouts, and all are closed"
+    )
     func idleAndSlowClients() async throws {
         // Each timeout runs from a connection's accept: long enough that all 250 are accepted
-        // (under a second, usually; a few on a loaded machine) before the first is closed.
-        let limits = SampleServer.Limits(headerTimeout: .seconds(5), idleTimeout: .seconds(5), maxConnections: 1000)
+        // before the first is closed. That takes under a second, usually, but a CI machine
+        // running the whole suite in parallel once took more than five (226 of 250 were open
+        // at the five-second mark): the margin is wide.
+        let limits = SampleServer.Limits(headerTimeout: .seconds(15), idleTimeout: .seconds(15), maxConnections: 1000)
         try await withServer(.init(population: .init(users: 4), limits: limits)) { server, port in
             let warmUp = try await request(port: port, "GET", "/devices?offset=0&count=2")
             #expect(warmUp.status == 200)
@@ -42,18 +46,20 @@ struct HostileClientTests {
             defer { for socket in idle + slow where socket >= 0 { close(socket) } }
             #expect(idle.allSatisfy { $0 >= 0 } && slow.allSatisfy { $0 >= 0 })
             // All of them accepted and holding a place (well before the timeouts).
-            let accepted = try await eventually(within: 5) { server.openConnections == 250 }
+            let accepted = try await eventually(within: 12) { server.openConnections == 250 }
             #expect(accepted, "\(server.openConnections) of 250 accepted")
 
             let start = ContinuousClock.now
             let reply = try await request(port: port, "GET", "/devices?offset=0&count=2")
             let elapsed = ContinuousClock.now - start
             #expect(reply.status == 200)
-            #expect(elapsed < .seconds(1), "answered after \(elapsed)")
+            // Well under a second on an idle machine; the bound is a fifth of the timeouts, which a
+            // server blocked by the 250 would wait out.
+            #expect(elapsed < .seconds(3), "answered after \(elapsed)")
 
             // The timeouts close every one of them: the count of open connections drops to zero
             // and each socket reads end of file.
-            #expect(try await eventually(within: 10) { server.openConnections == 0 })
+            #expect(try await eventually(within: 25) { server.openConnections == 0 })
             let closed = await offPool { (idle + slow).filter { Loopback.isClosed($0, within: 1) }.count }
             #expect(closed == 250)
         }
