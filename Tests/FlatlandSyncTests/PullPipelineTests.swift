@@ -110,4 +110,32 @@ struct PullPipelineTests {
             await online.close()
         }
     }
+
+    /// A pull's pages and a push's answers leave the store's task collections alone: a pull of
+    /// more pages than the store keeps task collections (64) used to push out every one the app's
+    /// own requests had made.
+    @Test func aSyncKeepsNoTaskCollectionsAndLeavesTheAppsOwn() async throws {
+        try await withSyncServer { _, port in
+            try await Self.seed(port: port, count: 70)
+            let directory = Self.scratch()
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let (session, sync) = try Self.device(port: port, directory: directory)
+            // The app's own request: an online query through the same session.
+            let online = UntypedTable("todoitem", session: session, options: TableOptions(protocol: .v2))
+            #expect(try await online.query(TableQuery(top: 3)).count == 3)
+            let own = session.store.collections(kind: .task).map(\.displayIdentifier)
+            #expect(own.count == 1)
+
+            let todos = sync.table("todoitem")
+            let pulled = try await todos.pull(queryID: "all", pageSize: 2)
+            #expect(pulled.pages > 64)
+            #expect(session.store.collections(kind: .task).map(\.displayIdentifier) == own)
+
+            for i in 0..<3 { try todos.insert(["id": .string("new-\(i)"), "text": .string("New \(i)")]) }
+            let pushed = await sync.push()
+            #expect(pushed.succeeded && pushed.outcomes.count == 3)
+            #expect(session.store.collections(kind: .task).map(\.displayIdentifier) == own)
+            await session.close()
+        }
+    }
 }

@@ -267,6 +267,31 @@ struct WritePathTests {
         #expect(store.collections(kind: .task).map(\.displayIdentifier) == ["t-2", "t-4", "t-5"])
     }
 
+    /// A response whose task collection the store does not keep (an offline sync's pages): the
+    /// result still carries it, the store neither lists nor writes it, and it pushes none of the
+    /// kept ones out; its endpoint collection and entities are kept as usual.
+    @Test(arguments: StoreBackend.allCases) func aTaskCollectionNotKeptIsOnlyInTheResult(backend: StoreBackend) throws {
+        let store = try backend.store(registry: try seedRegistry(), taskCollectionLimit: 2)
+        try store.ingest(bytes(#"{"uuid":"u-0"}"#), taskID: "t-0")
+        try store.ingest(bytes(#"{"uuid":"u-1"}"#), taskID: "t-1")
+        var options = IngestOptions()
+        options.keepsTaskCollection = false
+        for k in 2..<6 {
+            let result = try store.ingest(
+                bytes(#"[{"uuid":"u-\#(k)"},{"uuid":"u-\#(k)0"}]"#), endpoint: "/u", taskID: "t-\(k)", options: options)
+            #expect(result.taskCollection.items == ["u-\(k)", "u-\(k)0"])
+            #expect(result.taskCollection.displayIdentifier == "t-\(k)")
+            #expect(store.collection(id: result.taskCollection.id) == nil)
+            #expect(store.collection(displayIdentifier: "t-\(k)") == nil)
+        }
+        #expect(store.collections(kind: .task).map(\.displayIdentifier) == ["t-0", "t-1"])
+        #expect(store.collection(displayIdentifier: "/u")?.items == ["u-5", "u-50"])
+        #expect(store.count == 10)
+        // The next kept one counts only the kept ones against the limit.
+        try store.ingest(bytes(#"{"uuid":"u-9"}"#), taskID: "t-9")
+        #expect(store.collections(kind: .task).map(\.displayIdentifier) == ["t-1", "t-9"])
+    }
+
     @Test func theDefaultLimitIs64() throws {
         let store = Store(registry: try seedRegistry())
         #expect(store.taskCollectionLimit == 64)

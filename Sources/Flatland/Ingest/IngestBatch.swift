@@ -26,10 +26,12 @@ public final class IngestBatch: @unchecked Sendable {
     public let bytes: Int
     /// The page the response was, if any.
     public let page: IngestResult.Page?
+    /// Whether the store keeps the task collection (``IngestOptions/keepsTaskCollection``).
+    let keepsTaskCollection: Bool
 
     init(
         pending: consuming PendingBatch, registry: EntityRegistry, taskID: String?, endpoint: String?,
-        skipped: [IngestError], bytes: Int
+        skipped: [IngestError], bytes: Int, keepsTaskCollection: Bool = true
     ) {
         page = pending.slice.map {
             IngestResult.Page(offset: $0.offset, count: $0.count, total: $0.total, nextLink: $0.nextLink)
@@ -40,6 +42,7 @@ public final class IngestBatch: @unchecked Sendable {
         self.endpoint = endpoint
         self.skipped = skipped
         self.bytes = bytes
+        self.keepsTaskCollection = keepsTaskCollection
     }
 
     /// The number of entities the batch holds, each once (0 once committed).

@@ -132,6 +132,13 @@ public struct IngestOptions: Sendable {
     /// pulled id listed again in memory.
     public var updatesEndpointCollection = true
 
+    /// Whether the store keeps the response's task collection (true by default). The commit's
+    /// ``IngestResult/taskCollection`` is there either way; with false the store neither lists it
+    /// nor writes it, and it does not count towards ``Store/taskCollectionLimit``. An offline
+    /// sync's pages and answers, which no one looks up by task, would otherwise push the app's own
+    /// task collections out: a 100,000-row pull is 2,000 requests.
+    public var keepsTaskCollection = true
+
     /// Options; every argument has a default.
     public init(
         resolver: any IdentityResolver = PrefixedIDResolver(),

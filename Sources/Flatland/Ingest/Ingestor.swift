@@ -208,7 +208,7 @@ public final class Ingestor {
         return IngestBatch(
             pending: taken, registry: registry, taskID: taskID,
             endpoint: options.updatesEndpointCollection ? endpoint : nil, skipped: skipped,
-            bytes: parser.bytesConsumed)
+            bytes: parser.bytesConsumed, keepsTaskCollection: options.keepsTaskCollection)
     }
 
     /// Stops the ingest: the next call (or the handler, mid-chunk) fails with

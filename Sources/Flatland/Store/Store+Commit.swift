@@ -163,22 +163,25 @@ extension Store {
         }
     }
 
-    /// An ingest's collections: the task's, the endpoint's, and the oldest task collections
-    /// past ``taskCollectionLimit``.
+    /// An ingest's collections: the task's (unless the store does not keep it: then only in the
+    /// result), the endpoint's, and the oldest task collections past ``taskCollectionLimit``.
     private func stageIngestCollections(
-        _ ingest: (taskID: String?, endpoint: String?), batch: PendingBatch, into staged: inout StagedCommit
+        _ ingest: StoreWrite.Ingest, batch: PendingBatch, into staged: inout StagedCommit
     ) {
         let task = EntityCollection(
             id: newID(prefix: "c"), displayIdentifier: ingest.taskID ?? newID(prefix: "t"), kind: .task,
             positions: CollectionPositions(distinct: batch.taskItems), total: batch.taskItems.count)
-        staged.collections.append(task)
         staged.taskCollection = task
+        if ingest.keepsTaskCollection { staged.collections.append(task) }
         if let endpoint = ingest.endpoint {
             let collection = updatedEndpointCollection(endpoint, batch: batch)
             staged.collections.append(collection)
             staged.endpointCollection = collection
         }
-        guard let limit = taskCollectionLimit, var kept = contents.taskCollectionIDs() else { return }
+        guard ingest.keepsTaskCollection, let limit = taskCollectionLimit, var kept = contents.taskCollectionIDs()
+        else {
+            return
+        }
         kept.append(task.id)
         if kept.count > limit {
             let dropped = kept.prefix(kept.count - limit)

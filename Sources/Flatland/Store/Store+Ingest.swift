@@ -58,7 +58,8 @@ extension Store {
         }
         do {
             var result = try apply(
-                &pending, taskID: batch.taskID, endpoint: batch.endpoint, removing: removing, alongside: work)
+                &pending, ingest: (batch.taskID, batch.endpoint, batch.keepsTaskCollection), removing: removing,
+                alongside: work)
             result.skipped = batch.skipped
             result.bytes = batch.bytes
             result.page = batch.page

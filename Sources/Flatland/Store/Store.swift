@@ -232,18 +232,18 @@ public final class Store: StoreReader, @unchecked Sendable {
     ///
     /// - Throws: ``StoreWriteError``.
     func apply(_ batch: inout PendingBatch, taskID: String?, endpoint: String?) throws -> IngestResult {
-        try apply(&batch, taskID: taskID, endpoint: endpoint, removing: [], alongside: nil)
+        try apply(&batch, ingest: (taskID, endpoint, true), removing: [], alongside: nil)
     }
 
     /// Applies a batch atomically, with the removal of `removing` and `work` in the same
     /// persistence transaction.
     func apply(
-        _ batch: inout PendingBatch, taskID: String?, endpoint: String?, removing: [String],
+        _ batch: inout PendingBatch, ingest: StoreWrite.Ingest, removing: [String],
         alongside work: (any StoreTransactionWork)?
     ) throws(StoreWriteError) -> IngestResult {
         var write = StoreWrite()
         swap(&write.batch, &batch)
-        write.ingest = (taskID, endpoint)
+        write.ingest = ingest
         write.removed = removing
         let result = try commit(&write, alongside: work)
         return IngestResult(

@@ -103,8 +103,10 @@ struct StoreWrite {
     /// Drafts merged into the stored records: a record not newer than the stored one is
     /// skipped, the fields a draft carries replace the stored ones.
     var batch = PendingBatch()
-    /// For an ingest: the task collection to make and the endpoint whose collection to update.
-    var ingest: (taskID: String?, endpoint: String?)?
+    /// For an ingest: the task collection to make (and whether the store keeps it) and the
+    /// endpoint whose collection to update.
+    var ingest: Ingest?
+    typealias Ingest = (taskID: String?, endpoint: String?, keepsTaskCollection: Bool)
     /// Records put as they are (restore, upgrade), replacing any record with their id.
     var restored: [EntityBox] = []
     /// Ids removed (those that exist), from the records and from every collection.

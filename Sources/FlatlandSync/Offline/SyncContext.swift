@@ -74,8 +74,12 @@ public final class SyncContext: Sendable {
             ?? TableSettings(prefix: TableRowID.prefix(forTable: table), collapses: true)
     }
 
+    /// The table's engine. Its requests' task collections are not kept: a pull's pages and a
+    /// push's answers would push the app's own out of the store's newest.
     func engine(for table: String) -> TableEngine {
-        TableEngine(session: session, name: table, prefix: settings(table).prefix, options: options)
+        TableEngine(
+            session: session, name: table, prefix: settings(table).prefix, options: options,
+            keepsTaskCollections: false)
     }
 
     var inFlight: Set<Int64> { state.withLock { $0.inFlight } }

@@ -16,7 +16,10 @@ struct TableEngine: Sendable {
     let options: TableOptions
     let ingestOptions: IngestOptions
 
-    init(session: Session, name: String, prefix: String, options: TableOptions) {
+    /// - Parameter keepsTaskCollections: whether the store keeps each answer's task collection
+    ///   (``IngestOptions/keepsTaskCollection``): an online table's requests are the app's own;
+    ///   an offline sync's are not.
+    init(session: Session, name: String, prefix: String, options: TableOptions, keepsTaskCollections: Bool = true) {
         self.session = session
         self.name = name
         self.prefix = prefix
@@ -34,6 +37,7 @@ struct TableEngine: Sendable {
         ingest.unknownPrefix = .untyped
         // Asking for a count or for system properties does not change which rows a query has.
         ingest.ignoredParameters.formUnion(["$inlinecount", "$count", "__systemproperties"])
+        ingest.keepsTaskCollection = keepsTaskCollections
         ingestOptions = ingest
     }
 
