@@ -621,6 +621,38 @@ final class PostgresTableStorage: TableStorage {
         }
     }
 
+    /// The list route's rows written straight from their stored text (see
+    /// ``TableRow/encoded(id:storedFields:createdAt:updatedAt:version:deleted:_:using:)``); with a
+    /// field selection, read as values.
+    func encodedQuery(_ table: String, _ query: TableRowQuery, wire: TableWire, select: [String]?)
+        async throws(TableStorageError) -> (rows: [[UInt8]], count: Int?)
+    {
+        guard select == nil else {
+            let (rows, count) = try await self.query(table, query, wire: wire)
+            return (TableRow.encoded(rows, wire, select: select), count)
+        }
+        let (select, count) = try statements(table, query, wire: wire)
+        return try await read { connection in
+            var writer = JSONWriter()
+            var rows: [[UInt8]] = []
+            for row in try await Self.rows(connection, select.sql, select.arguments) {
+                let (id, createdAt, updatedAt, version, deleted, data, _) = try row.decode(
+                    (String, Int64, Int64, Int64, Bool, String, String?).self)
+                guard
+                    let bytes = TableRow.encoded(
+                        id: id, storedFields: data, createdAt: createdAt, updatedAt: updatedAt, version: version,
+                        deleted: deleted, wire, using: &writer)
+                else {
+                    throw TableStorageError(code: .storage, message: "a stored row is not a JSON object")
+                }
+                rows.append(bytes)
+            }
+            guard query.includeCount else { return (rows, nil) }
+            let total = try await Self.rows(connection, count.sql, count.arguments).first?.decode(Int64.self) ?? 0
+            return (rows, Int(total))
+        }
+    }
+
     /// The `SELECT` of a query's rows, and the one of their number.
     private func statements(_ table: String, _ query: TableRowQuery, wire: TableWire) throws(TableStorageError) -> (
         rows: SQLFragment, count: SQLFragment

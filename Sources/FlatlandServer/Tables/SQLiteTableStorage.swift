@@ -325,18 +325,14 @@ final class SQLiteTableStorage: TableStorage {
             var writer = JSONWriter()
             let cursor = try Row.fetchCursor(db, sql: statements.select, arguments: statements.selectArguments)
             while let row = try cursor.next() {
-                writer.reset()
-                writer.beginObject()
-                writer.key("id")
-                writer.string(row[0] as String)
-                guard writer.json(membersOf: row[5] as String) else {
+                guard
+                    let bytes = TableRow.encoded(
+                        id: row[0], storedFields: row[5], createdAt: row[1], updatedAt: row[2], version: row[3],
+                        deleted: row[4] as Int64 != 0, wire, using: &writer)
+                else {
                     throw TableStorageError(code: .storage, message: "a stored row is not a JSON object")
                 }
-                TableRow.writeSystemProperties(
-                    to: &writer, wire, select: nil, createdAt: row[1], updatedAt: row[2], version: row[3],
-                    deleted: row[4] as Int64 != 0)
-                writer.endObject()
-                rows.append(writer.bytes)
+                rows.append(bytes)
             }
             return (rows, try statements.count(db))
         }

@@ -101,6 +101,25 @@ struct TableRow: Sendable, Equatable {
         writer.endObject()
     }
 
+    /// A stored row as the list route writes it, straight from its stored fields' JSON text (their
+    /// members copied, not read as values): the same bytes as ``write(to:_:select:)`` with no
+    /// selection. Nil when the text is not a JSON object. `writer` is reset first.
+    static func encoded(
+        id: String, storedFields: String, createdAt: Int64, updatedAt: Int64, version: Int64, deleted: Bool,
+        _ wire: TableWire, using writer: inout JSONWriter
+    ) -> [UInt8]? {
+        writer.reset()
+        writer.beginObject()
+        writer.key("id")
+        writer.string(id)
+        guard writer.json(membersOf: storedFields) else { return nil }
+        writeSystemProperties(
+            to: &writer, wire, select: nil, createdAt: createdAt, updatedAt: updatedAt, version: version,
+            deleted: deleted)
+        writer.endObject()
+        return writer.bytes
+    }
+
     /// The system properties that end a row's object, under the protocol's names (v1: only those
     /// in `systemProperties`), only those in `select` when given.
     static func systemMembers(
