@@ -31,7 +31,7 @@ public final class IngestBatch: @unchecked Sendable {
 
     init(
         pending: consuming PendingBatch, registry: EntityRegistry, taskID: String?, endpoint: String?,
-        skipped: [IngestError], bytes: Int, keepsTaskCollection: Bool = true
+        skipped: [IngestError], bytes: Int, keepsTaskCollection: Bool
     ) {
         page = pending.slice.map {
             IngestResult.Page(offset: $0.offset, count: $0.count, total: $0.total, nextLink: $0.nextLink)

@@ -615,10 +615,16 @@ final class PostgresTableStorage: TableStorage {
         let (select, count) = try statements(table, query, wire: wire)
         return try await read { connection in
             let rows = try await Self.rows(connection, select.sql, select.arguments).map { try Self.decode($0).row }
-            guard query.includeCount else { return (rows, nil) }
-            let total = try await Self.rows(connection, count.sql, count.arguments).first?.decode(Int64.self) ?? 0
-            return (rows, Int(total))
+            return (rows, try await Self.count(connection, count, if: query.includeCount))
         }
+    }
+
+    /// The number of a query's rows, when asked for.
+    private static func count(_ connection: PostgresConnection, _ count: SQLFragment, if asked: Bool) async throws
+        -> Int?
+    {
+        guard asked else { return nil }
+        return Int(try await rows(connection, count.sql, count.arguments).first?.decode(Int64.self) ?? 0)
     }
 
     /// The list route's rows written straight from their stored text (see
@@ -647,9 +653,7 @@ final class PostgresTableStorage: TableStorage {
                 }
                 rows.append(bytes)
             }
-            guard query.includeCount else { return (rows, nil) }
-            let total = try await Self.rows(connection, count.sql, count.arguments).first?.decode(Int64.self) ?? 0
-            return (rows, Int(total))
+            return (rows, try await Self.count(connection, count, if: query.includeCount))
         }
     }
 

@@ -120,47 +120,50 @@ struct TableRow: Sendable, Equatable {
         return writer.bytes
     }
 
-    /// The system properties that end a row's object, under the protocol's names (v1: only those
-    /// in `systemProperties`), only those in `select` when given.
-    static func systemMembers(
-        _ wire: TableWire, select: [String]?, createdAt: Int64, updatedAt: Int64, version: Int64, deleted: Bool
-    ) -> [(key: String, value: JSONValue)] {
-        wire.systemProperties.compactMap { property in
+    /// Hands `body` the system properties that end a row's object, in order, under the
+    /// protocol's names (v1: only those in `systemProperties`), only those in `select` when given.
+    /// (A visitor, not a list: the list route writes them for every row it serves.)
+    static func forEachSystemMember(
+        _ wire: TableWire, select: [String]?, createdAt: Int64, updatedAt: Int64, version: Int64, deleted: Bool,
+        _ body: (String, JSONValue) -> Void
+    ) {
+        for property in wire.systemProperties {
             let name = property.name(wire.version)
-            guard select.map({ $0.contains(name) }) ?? true else { return nil }
+            guard select.map({ $0.contains(name) }) ?? true else { continue }
             switch property {
-            case .createdAt: return (name, .string(dateString(createdAt)))
-            case .updatedAt: return (name, .string(dateString(updatedAt)))
-            case .version: return (name, .string(versionString(version)))
-            case .deleted: return (name, .bool(deleted))
+            case .createdAt: body(name, .string(dateString(createdAt)))
+            case .updatedAt: body(name, .string(dateString(updatedAt)))
+            case .version: body(name, .string(versionString(version)))
+            case .deleted: body(name, .bool(deleted))
             }
         }
     }
 
-    /// Writes ``systemMembers(_:select:createdAt:updatedAt:version:deleted:)`` into the object
-    /// begun in `writer`.
+    /// Writes ``forEachSystemMember(_:select:createdAt:updatedAt:version:deleted:_:)``'s members
+    /// into the object begun in `writer`.
     static func writeSystemProperties(
         to writer: inout JSONWriter, _ wire: TableWire, select: [String]?, createdAt: Int64, updatedAt: Int64,
         version: Int64, deleted: Bool
     ) {
-        let members = systemMembers(
-            wire, select: select, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted)
-        for (key, value) in members {
+        forEachSystemMember(
+            wire, select: select, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted
+        ) { key, value in
             writer.key(key)
             writer.value(value)
         }
     }
 
     /// The row as JSON for a client of `version`: `id`, the fields, then the system
-    /// properties (``systemMembers(_:select:createdAt:updatedAt:version:deleted:)``).
+    /// properties (``forEachSystemMember(_:select:createdAt:updatedAt:version:deleted:_:)``).
     func json(_ wire: TableWire, select: [String]? = nil) -> JSONObject {
         var object = JSONObject()
         object.members.append((key: "id", value: .string(id)))
         for (key, value) in fields.members where select.map({ $0.contains(key) }) ?? true {
             object.members.append((key: key, value: value))
         }
-        object.members += Self.systemMembers(
-            wire, select: select, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted)
+        Self.forEachSystemMember(
+            wire, select: select, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted
+        ) { key, value in object.members.append((key: key, value: value)) }
         return object
     }
 }
