@@ -69,7 +69,7 @@ enum SyncBench {
     }
 
     /// What one first pull gave, as the child process reports it.
-    struct Pull {
+    struct Pull: Sendable {
         var seconds: Double
         var rows: Int
         var pages: Int
@@ -179,7 +179,19 @@ enum SyncBench {
     /// device's alone, not the server's or an earlier pull's). The server's CPU time is this
     /// process's from the child's start to its `pulled` line (the device's setup before the pull
     /// asks nothing of the server).
-    static func pullInChild(url: URL, version: TableProtocol, table: String, pageSize: Int) throws -> Pull {
+    ///
+    /// The wait for the child blocks a thread for the whole pull, so it runs off Swift's
+    /// cooperative pool: the server in this process runs its handlers on that pool, which has
+    /// only as many threads as cores (two here), and would serve the pull with one.
+    static func pullInChild(url: URL, version: TableProtocol, table: String, pageSize: Int) async throws -> Pull {
+        try await runBlocking {
+            Result { try waitForPullInChild(url: url, version: version, table: table, pageSize: pageSize) }
+        }.get()
+    }
+
+    private static func waitForPullInChild(url: URL, version: TableProtocol, table: String, pageSize: Int) throws
+        -> Pull
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
         process.arguments = [

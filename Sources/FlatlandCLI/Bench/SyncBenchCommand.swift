@@ -143,7 +143,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 // Interleaved, and reversed every other run, so drift weighs on every line alike.
                 for (index, pull) in (run % 2 == 0 ? pulls : pulls.reversed()).enumerated() {
                     log.write("run \(run + 1)/\(runs): pull of \(pull.rows) rows, pages of \(pull.pageSize)...\n")
-                    let result = try SyncBench.pullInChild(
+                    let result = try await SyncBench.pullInChild(
                         url: url, version: version, table: pull.table, pageSize: pull.pageSize)
                     guard result.stored == pull.rows else {
                         throw CLIFailure.invalid(
