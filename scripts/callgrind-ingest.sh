@@ -2,7 +2,7 @@
 # Instructions per byte of one typed ingest (Store.ingest into a new store, torn down), counted by
 # callgrind: repeatable where wall time is not, so a change to the ingest path is compared with
 # its base by this figure.
-#   scripts/callgrind-ingest.sh [DATA_DIR]   (default ../shared/data/json; seed-1MB is generated)
+#   scripts/callgrind-ingest.sh [DATA_DIR]   (default ../shared/data/json; seed-1MB and pull-page, a pull's page of 50 rows, are generated)
 # FLATLAND_CALLGRIND_MODES="ingest parse yajl" counts the typed ingest, the strict parse alone and
 # raw libyajl (see Benchmarks/Callgrind/main.swift), each into .callgrind/NAME.MODE.out (for
 # scripts/callgrind-phases.py); FLATLAND_UNTYPED=1 makes the ingest untyped.
@@ -35,7 +35,7 @@ module FlatlandFixtures
 
 for mode in ${FLATLAND_CALLGRIND_MODES:-ingest}; do
     export FLATLAND_CALLGRIND_MODE="$mode"
-    for name in seed-1MB twitter.json github_events.json; do
+    for name in seed-1MB twitter.json github_events.json pull-page; do
         if ! "$OUT/callgrind-ingest" "$name" "$DATA" >/dev/null 2>&1; then
             echo "$name: not found in $DATA, skipped"
             continue

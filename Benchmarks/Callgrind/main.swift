@@ -13,6 +13,25 @@ struct Dataset {
     let bytes: [UInt8]
     let registry: EntityRegistry
     let options: IngestOptions
+    /// The request's path and query, as a pull's page has one.
+    var endpoint = "/bench"
+}
+
+/// One page of 50 rows of an offline pull (v2: the system properties beside each row's fields),
+/// with the query the pull sends: the fixed cost of one response of a paged read.
+func pullPage() -> Dataset {
+    var rows: [String] = []
+    for i in 0..<50 {
+        let stamp = "2026-11-26T10:\(10 + i / 10):\(10 + i % 50).\(100 + i)000Z"
+        rows.append(
+            "{\"id\":\"t-row\(100_000 + i)\",\"text\":\"Row number \(i) of the table\",\"complete\":\(i % 2 == 0),"
+                + "\"priority\":\(i % 5),\"createdAt\":\"\(stamp)\",\"updatedAt\":\"\(stamp)\",\"version\":\"\(i + 7)\","
+                + "\"deleted\":false}")
+    }
+    return Dataset(
+        bytes: Array("[\(rows.joined(separator: ","))]".utf8), registry: EntityRegistry(), options: IngestOptions(),
+        endpoint: "/tables/benchpull?$filter=(updatedAt%20ge%20datetimeoffset'2026-11-26T10%3A10%3A10.100000Z')"
+            + "&$orderby=updatedAt&$skip=0&$top=50&__includeDeleted=true")
 }
 
 func dataset(_ name: String, dataDirectory: String) -> Dataset? {
@@ -27,6 +46,8 @@ func dataset(_ name: String, dataDirectory: String) -> Dataset? {
 
 func typedDataset(_ name: String, dataDirectory: String) -> Dataset? {
     switch name {
+    case "pull-page":
+        return pullPage()
     case "seed-1MB":
         var generator = SeedGenerator(seed: 2026)
         return Dataset(
@@ -51,7 +72,7 @@ func typedDataset(_ name: String, dataDirectory: String) -> Dataset? {
 @inline(never)
 func ingestPass(_ d: Dataset) throws -> Int {
     let store = Store(registry: d.registry)
-    try store.ingest(d.bytes, endpoint: "/bench", options: d.options)
+    try store.ingest(d.bytes, endpoint: d.endpoint, options: d.options)
     return store.count
 }
 
@@ -70,7 +91,6 @@ func forEachChunk(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> V
         }
     }
 }
-
 
 /// One strict parse with a handler that does nothing; the events it delivered.
 @inline(never)

@@ -37,6 +37,12 @@ struct EndpointTests {
         ("/search?q=a%2Bb", "/search?q=a%2Bb"),
         ("/search?q=a%2bb", "/search?q=a%2Bb"),
         ("/search?q=%24x&%24top=3", "/search?q=$x"),
+        // The delimiters are bytes: one followed by a combining mark (which would join it in
+        // one Character) still delimits.
+        ("/users?b=2&\u{301}a=1", "/users?%CC%81a=1&b=2"),
+        ("/users?b\u{301}=2&a=1", "/users?a=1&b%CC%81=2"),
+        ("/users?a=1#\u{301}x", "/users?a=1"),
+        ("/users/\u{301}?\u{301}=x", "/users/\u{301}?%CC%81=x"),
     ]
 
     @Test(arguments: cases)

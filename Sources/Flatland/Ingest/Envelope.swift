@@ -112,9 +112,9 @@ extension Envelope {
     /// ``pageParameter`` with ``perPageParameter``); nil when it does not say.
     /// - Throws: ``IngestError`` with code ``IngestError/Code-swift.struct/paging`` for a
     ///   parameter that is not a non-negative integer, or a page before ``firstPage``.
-    func requestStart(_ pathAndQuery: String) throws(IngestError) -> Int? {
+    func requestStart(_ query: Endpoint.Query) throws(IngestError) -> Int? {
         func integer(_ name: String?) throws(IngestError) -> Int? {
-            guard let name, let text = Endpoint.parameter(name, of: pathAndQuery) else { return nil }
+            guard let name, let text = query.parameter(name) else { return nil }
             guard let value = Int(text), value >= 0 else {
                 throw IngestError(
                     code: .paging,

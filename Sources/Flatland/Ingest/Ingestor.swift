@@ -104,7 +104,8 @@ public final class Ingestor {
         var options = given
         options.envelope = given.envelope(forEndpoint: rawEndpoint)
         self.options = options
-        let endpoint = rawEndpoint.map { Endpoint.nonFielded($0, ignoring: options.ignoredParameters) }
+        let query = rawEndpoint.map(Endpoint.Query.init)
+        let endpoint = query?.nonFielded(ignoring: options.ignoredParameters)
         self.endpoint = endpoint
         self.taskID = taskID
         registry = context.registry
@@ -147,9 +148,7 @@ public final class Ingestor {
         pagingKeyLengths = pagingKeys.reduce(0) { $0 | 1 << UInt64(min($1.name.count, 63)) }
         var start: Int?
         do throws(IngestError) {
-            start = try rawEndpoint.flatMap { pathAndQuery throws(IngestError) in
-                try envelope.requestStart(pathAndQuery)
-            }
+            start = try query.flatMap { query throws(IngestError) in try envelope.requestStart(query) }
         } catch {
             failure = error
         }
@@ -159,7 +158,7 @@ public final class Ingestor {
         pageContext = options.page
         parser = JSONStreamParser(handler: IngestorEvents(self), options: options.parser)
         batch.tallies = context.isEmptyInMemory
-        batch.selectsFields = rawEndpoint.map { Endpoint.selectsFields($0) } ?? false
+        batch.selectsFields = query?.selectsFields ?? false
     }
 
     deinit {
