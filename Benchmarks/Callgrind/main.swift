@@ -35,6 +35,8 @@ func pullPage() -> Dataset {
 }
 
 func dataset(_ name: String, dataDirectory: String) -> Dataset? {
+    // A table's rows: untyped whatever FLATLAND_UNTYPED says, as a pull ingests them.
+    if name == "pull-page" { return pullPage() }
     guard let typed = typedDataset(name, dataDirectory: dataDirectory) else { return nil }
     // FLATLAND_UNTYPED=1: the same bytes and identity rules with no type registered, so every
     // entity is untyped (the untyped path of issue 25).
@@ -46,8 +48,6 @@ func dataset(_ name: String, dataDirectory: String) -> Dataset? {
 
 func typedDataset(_ name: String, dataDirectory: String) -> Dataset? {
     switch name {
-    case "pull-page":
-        return pullPage()
     case "seed-1MB":
         var generator = SeedGenerator(seed: 2026)
         return Dataset(
