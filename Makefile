@@ -1,5 +1,10 @@
 # Flatland: the two quick-start commands are `make demo` and `make test`.
+#
+# Three packages (see "The package map" in the README): the libraries at the root, the server and
+# the `flatland` tool in Server/, the benchmarks and `flatland-bench` in Benchmarks/.
 SWIFT ?= swift
+# Extra flags for every build and test (CI: -Xswiftc -warnings-as-errors).
+SWIFT_FLAGS ?=
 
 .PHONY: demo demo-postgres test deps build lint fuzz bench serve example
 
@@ -8,7 +13,7 @@ deps:
 
 ## The main job: start the sample server on loopback, run the example flow against it, show the store.
 demo: deps
-	$(SWIFT) run -c release flatland demo
+	$(SWIFT) run --package-path Server -c release flatland demo
 
 ## The same demo with the table server's rows in PostgreSQL: $FLATLAND_DEMO_POSTGRES_URL, or a
 ## throwaway cluster from scripts/postgres-test-cluster.sh (installs PostgreSQL 15 when missing).
@@ -24,9 +29,11 @@ demo-postgres: deps
 		echo "demo-postgres: no PostgreSQL. Set FLATLAND_DEMO_POSTGRES_URL=postgres://USER@127.0.0.1:PORT/DB"; \
 		exit 2; \
 	fi; \
-	$(SWIFT) run -c release flatland demo --tables-db "$$url"
+	$(SWIFT) run --package-path Server -c release flatland demo --tables-db "$$url"
 
-## The whole test suite. The table server's suites also run on PostgreSQL: at
+## The whole test suite: the libraries' (root), the server's, the tool's and the HTTP and sync
+## integration suites (Server/), and the benchmark commands' (Benchmarks/). The table server's
+## suites also run on PostgreSQL: at
 ## $FLATLAND_TEST_POSTGRES_URL, or else on a throwaway cluster the script starts (and installs
 ## PostgreSQL 15 for, when missing) and stops afterwards; FLATLAND_NO_POSTGRES=1 skips those cases.
 ## Then the seeded sync simulation runs SIM_SEEDS more seeds (21 onwards; the suite ran 1–20)
@@ -35,11 +42,16 @@ demo-postgres: deps
 SIM_SEEDS ?= 300
 test: deps
 	@suite() { \
-		$(SWIFT) test || return 1; \
+		echo "== the libraries (.)"; \
+		$(SWIFT) test $(SWIFT_FLAGS) || return 1; \
+		echo "== the server, the tool, and the HTTP and sync integration suites (Server/)"; \
+		$(SWIFT) test --package-path Server $(SWIFT_FLAGS) || return 1; \
+		echo "== the benchmark commands (Benchmarks/)"; \
+		$(SWIFT) test --package-path Benchmarks $(SWIFT_FLAGS) || return 1; \
 		[ "$(SIM_SEEDS)" = "0" ] && return 0; \
 		echo "== the seeded sync simulation: $(SIM_SEEDS) more seeds, alone"; \
 		FLATLAND_SIM_SEEDS=$(SIM_SEEDS) FLATLAND_SIM_SEED_START=21 FLATLAND_SIM_PARALLEL=2 \
-			$(SWIFT) test --skip-build --filter everySeedConverges; \
+			$(SWIFT) test --package-path Server $(SWIFT_FLAGS) --skip-build --filter everySeedConverges; \
 	}; \
 	if [ -n "$$FLATLAND_TEST_POSTGRES_URL" ] || [ "$$FLATLAND_NO_POSTGRES" = "1" ]; then \
 		suite; \
@@ -53,13 +65,17 @@ test: deps
 
 build: deps
 	$(SWIFT) build -Xswiftc -warnings-as-errors
+	$(SWIFT) build --package-path Server -Xswiftc -warnings-as-errors
 
+LINT_PATHS = Package.swift Sources Tests Fuzz Server/Package.swift Server/Sources Server/Tests \
+	Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Tests Examples/SeedSDK/Package.swift \
+	Examples/SeedSDK/Sources Examples/SeedSDK/Tests
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Fuzz Examples/SeedSDK/Sources Examples/SeedSDK/Tests
+	$(SWIFT) format lint --strict -r $(LINT_PATHS)
 
 ## The sample backend of the seed's API on loopback (PORT=8080 by default).
 serve: deps
-	$(SWIFT) run -c release flatland serve --port $(or $(PORT),8080)
+	$(SWIFT) run --package-path Server -c release flatland serve --port $(or $(PORT),8080)
 
 ## The example SDK's own tests, against the sample server.
 example: deps
@@ -67,3 +83,8 @@ example: deps
 
 fuzz: deps
 	./scripts/fuzz.sh $(or $(SECONDS),60)
+
+## The parse and ingest comparison (`flatland-bench bench`, release build of Benchmarks/); ARGS=…
+## for its options, e.g. ARGS=--json. The other benchmark commands: see Benchmarks/README.md.
+bench: deps
+	$(SWIFT) run --package-path Benchmarks -c release flatland-bench bench $(ARGS)

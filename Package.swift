@@ -1,8 +1,13 @@
 // swift-tools-version: 6.1
+// The library products, and nothing else: an app or SDK that depends on Flatland resolves GRDB
+// and no other package. The server and the command-line tool live in `Server/`, the benchmarks
+// in `Benchmarks/`, each a package of its own on this one by path (see "The package map" in the
+// README).
 import PackageDescription
 
 let package = Package(
     name: "Flatland",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "FlatlandJSON", targets: ["FlatlandJSON"]),
         .library(name: "Flatland", targets: ["Flatland"]),
@@ -10,17 +15,9 @@ let package = Package(
         .library(name: "FlatlandSQLite", targets: ["FlatlandSQLite"]),
         .library(name: "FlatlandHTTP", targets: ["FlatlandHTTP"]),
         .library(name: "FlatlandSync", targets: ["FlatlandSync"]),
-        .library(name: "FlatlandServer", targets: ["FlatlandServer"]),
-        .executable(name: "flatland", targets: ["FlatlandCLI"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0")
     ],
     targets: [
         .systemLibrary(
@@ -29,7 +26,6 @@ let package = Package(
             providers: [.apt(["libyajl-dev"]), .brew(["yajl"])]
         ),
         .target(name: "CFlatlandSIMD"),
-        .target(name: "CAllocationCount"),
         .target(name: "FlatlandJSON", dependencies: ["CYAJL", "CFlatlandSIMD"]),
         .target(name: "FlatlandFixtures", dependencies: ["Flatland", "FlatlandJSON"]),
         .target(name: "Flatland", dependencies: ["FlatlandJSON"]),
@@ -45,65 +41,20 @@ let package = Package(
             name: "FlatlandSync",
             dependencies: ["Flatland", "FlatlandHTTP", "FlatlandSQLite", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        .target(
-            name: "FlatlandServer",
-            dependencies: [
-                "Flatland",
-                "FlatlandJSON",
-                "FlatlandFixtures",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-            ]
-        ),
+        // Test-only: the process the SQLite crash tests kill mid-commit. No product names it.
         .executableTarget(
-            name: "FlatlandCLI",
+            name: "FlatlandCrashHelper",
             dependencies: [
-                "Flatland",
-                "FlatlandJSON",
-                "FlatlandFixtures",
-                "FlatlandSQLite",
-                "FlatlandHTTP",
-                "FlatlandSync",
-                "FlatlandServer",
-                "CYAJL",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                "CAllocationCount",
-            ]
-        ),
-        .testTarget(
-            name: "FlatlandSyncTests",
-            dependencies: [
-                "FlatlandSync", "FlatlandHTTP", "Flatland", "FlatlandJSON", "FlatlandServer", "FlatlandSQLite",
-                "FlatlandFixtures", .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+                "Flatland", "FlatlandJSON", "FlatlandSQLite", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Tests/FlatlandCrashHelper"
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON", "CFlatlandSIMD"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),
-        .testTarget(name: "FlatlandCLITests", dependencies: ["FlatlandCLI", "FlatlandJSON", "CAllocationCount"]),
         .testTarget(
             name: "FlatlandSQLiteTests",
             dependencies: [
-                "FlatlandSQLite", "Flatland", "FlatlandJSON", "FlatlandFixtures", "FlatlandCLI",
-                .product(name: "GRDB", package: "GRDB.swift"),
-            ]
-        ),
-        .testTarget(
-            name: "FlatlandHTTPTests",
-            dependencies: [
-                "FlatlandHTTP", "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON", "FlatlandSQLite",
-                .product(name: "GRDB", package: "GRDB.swift"),
-            ]
-        ),
-        .testTarget(
-            name: "FlatlandServerTests",
-            dependencies: [
-                "FlatlandServer", "Flatland", "FlatlandFixtures", "FlatlandJSON",
+                "FlatlandSQLite", "Flatland", "FlatlandJSON", "FlatlandFixtures", "FlatlandCrashHelper",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -4,8 +4,13 @@ import PackageDescription
 
 let package = Package(
     name: "SeedSDK",
+    platforms: [.macOS(.v15)],
     products: [.library(name: "SeedSDK", targets: ["SeedSDK"])],
-    dependencies: [.package(name: "Flatland", path: "../..")],
+    dependencies: [
+        .package(name: "Flatland", path: "../.."),
+        // For its tests only: the sample server to talk to, and its test controls.
+        .package(name: "FlatlandServer", path: "../../Server"),
+    ],
     targets: [
         .target(
             name: "SeedSDK",
@@ -16,7 +21,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SeedSDKTests",
-            dependencies: ["SeedSDK", .product(name: "FlatlandServer", package: "Flatland")]
+            dependencies: [
+                "SeedSDK", .product(name: "FlatlandServer", package: "FlatlandServer"),
+                .product(name: "FlatlandServerTesting", package: "FlatlandServer"),
+            ]
         ),
     ]
 )

@@ -1,4 +1,4 @@
-import Flatland
+@_spi(FlatlandInternal) import Flatland
 
 /// A collection's positions as one blob in `collections.items` (schema version 3): what replaced
 /// a row per position in `collection_items`, which files of older versions still hold and which

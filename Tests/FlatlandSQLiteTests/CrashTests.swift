@@ -14,17 +14,17 @@ import Testing
 struct CrashTests {
     static let items = 200
 
-    /// Starts `flatland persist-stream`, kills it with SIGKILL after `after` batches were
+    /// Starts `FlatlandCrashHelper stream`, kills it with SIGKILL after `after` batches were
     /// reported committed, and returns the last batch it reported.
     static func killMidStream(path: String, after: Int) throws -> Int {
-        try killChild(["persist-stream", "--store", path, "--items", "\(items)"]) { $0 == "committed \(after)" }
+        try killChild(["stream", "--store", path, "--items", "\(items)"]) { $0 == "committed \(after)" }
     }
 
-    /// Runs `flatland` with `arguments`, kills it with SIGKILL once it printed a line `until`
+    /// Runs `FlatlandCrashHelper` with `arguments`, kills it with SIGKILL once it printed a line `until`
     /// accepts (or ended), and returns the last batch it reported (`committed <k>` lines).
     static func killChild(_ arguments: [String], until: (String) -> Bool) throws -> Int {
         let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent("flatland")
+        process.executableURL = productsDirectory.appendingPathComponent("FlatlandCrashHelper")
         process.arguments = arguments
         let out = Pipe()
         process.standardOutput = out

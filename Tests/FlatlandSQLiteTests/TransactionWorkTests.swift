@@ -186,10 +186,10 @@ struct TransactionWorkTests {
 
     // MARK: Crashes
 
-    /// Runs `flatland persist-alongside` and kills it with SIGKILL once it printed a line
+    /// Runs `FlatlandCrashHelper alongside` and kills it with SIGKILL once it printed a line
     /// `until` accepts; returns the last batch it reported committed.
     static func killAlongside(path: String, arguments: [String], until: (String) -> Bool) throws -> Int {
-        try CrashTests.killChild(["persist-alongside", "--store", path, "--items", "50"] + arguments, until: until)
+        try CrashTests.killChild(["alongside", "--store", path, "--items", "50"] + arguments, until: until)
     }
 
     /// After a kill, every batch left its entities and its rows, or neither.

@@ -1,4 +1,4 @@
-import Flatland
+@_spi(FlatlandInternal) import Flatland
 import FlatlandFixtures
 import FlatlandJSON
 import Testing

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import Flatland
+@_spi(FlatlandInternal) @testable import Flatland
 
 /// The date text a store persists and a table server sends: written byte by byte, it must be
 /// exactly what the padded parts give, for every time, precision and suffix.

@@ -33,7 +33,9 @@ public struct EntityCollection: Hashable, Sendable {
             total: total)
     }
 
-    package init(id: String, displayIdentifier: String, kind: Kind, positions: CollectionPositions, total: Int?) {
+    @_spi(FlatlandInternal) public init(
+        id: String, displayIdentifier: String, kind: Kind, positions: CollectionPositions, total: Int?
+    ) {
         self.id = id
         self.displayIdentifier = displayIdentifier
         self.kind = kind
@@ -69,7 +71,7 @@ public struct EntityCollection: Hashable, Sendable {
 /// into them (`0` for no item, `n` for `ids[n - 1]`). While every position holds a different id
 /// and none is empty — a task's list, a first page — position `i` simply holds `ids[i]` and no
 /// indexes are kept.
-package struct CollectionPositions: Hashable, Sendable {
+@_spi(FlatlandInternal) public struct CollectionPositions: Hashable, Sendable {
     /// The distinct ids, in the order they were first put.
     package private(set) var ids: [String] = []
     /// Each position's index into ``ids`` (plus one; 0: no item), or nil while position `i`
@@ -78,7 +80,7 @@ package struct CollectionPositions: Hashable, Sendable {
 
     init() {}
 
-    package init(_ items: some Sequence<String?>) {
+    public init(_ items: some Sequence<String?>) {
         var lookup: [String: UInt32] = [:]
         for item in items { append(item, lookup: &lookup) }
     }
@@ -93,7 +95,7 @@ package struct CollectionPositions: Hashable, Sendable {
     /// Gives back the spare capacity a list grown by appending keeps (up to half of it, after
     /// the array last doubled): for a list made once (a response's task items, a new endpoint
     /// list), not for one that grows page after page, where each shrink would copy it.
-    package mutating func shrinkToFit() {
+    public mutating func shrinkToFit() {
         func exact<T>(_ array: [T]) -> [T] {
             var copy: [T] = []
             copy.reserveCapacity(array.count)
@@ -235,14 +237,14 @@ package struct CollectionPositions: Hashable, Sendable {
         return before - kept.count
     }
 
-    package static func == (lhs: Self, rhs: Self) -> Bool {
+    public static func == (lhs: Self, rhs: Self) -> Bool {
         guard lhs.count == rhs.count else { return false }
         if lhs.slots == nil, rhs.slots == nil { return lhs.ids == rhs.ids }
         for i in 0..<lhs.count where lhs[i] != rhs[i] { return false }
         return true
     }
 
-    package func hash(into hasher: inout Hasher) {
+    public func hash(into hasher: inout Hasher) {
         hasher.combine(count)
         forEach { hasher.combine($0) }
     }

@@ -7,9 +7,10 @@
 /// ISO 8601 / RFC 3339 date-times, `2024-03-01T12:34:56.789Z` or with an offset, parsed and
 /// formatted without a formatter object (and without allocating) on the ingest path.
 ///
-/// Package-wide: the table client and server keep `updatedAt` at full precision with
+/// Flatland's own (SPI `FlatlandInternal`, for its server and benchmarks; not an app's API): the
+/// table client and server keep `updatedAt` at full precision with
 /// ``instant(_:requiresZone:)`` and ``format(seconds:fraction:digits:suffix:)``.
-package enum ISO8601 {
+@_spi(FlatlandInternal) public enum ISO8601 {
     /// Days from 1970-01-01 to the civil date (proleptic Gregorian).
     package static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
@@ -42,7 +43,7 @@ package enum ISO8601 {
     /// them (digits past the ninth are dropped, never rounded up). Without `requiresZone`, a
     /// time with no zone is read as UTC.
     @inline(__always)
-    package static func instant(_ s: UnsafeRawBufferPointer, requiresZone: Bool = true) -> (
+    public static func instant(_ s: UnsafeRawBufferPointer, requiresZone: Bool = true) -> (
         seconds: Int, nanoseconds: Int
     )? {
         let n = s.count
@@ -127,7 +128,7 @@ package enum ISO8601 {
     ///
     /// Every record a store persists and every row a table server sends writes its dates here:
     /// the text is written byte by byte into one string, with no string made per part.
-    package static func format(seconds: Int, fraction: Int, digits: Int, suffix: String) -> String {
+    public static func format(seconds: Int, fraction: Int, digits: Int, suffix: String) -> String {
         let days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400
         let secondOfDay = seconds - days * 86400
         let (y, m, d) = civil(fromDays: days)

@@ -142,7 +142,7 @@ public struct JSONWriter: Sendable {
 
     /// A value already written as JSON, appended as it is. Only for text this writer wrote (it
     /// is not checked).
-    package mutating func json(value utf8: [UInt8]) {
+    @_spi(FlatlandInternal) public mutating func json(value utf8: [UInt8]) {
         beforeValue()
         bytes.append(contentsOf: utf8)
     }
@@ -151,7 +151,7 @@ public struct JSONWriter: Sendable {
     /// one), appended inside the object begun here. False, and nothing written, when `text` is
     /// not `{…}` or the writer is pretty. Only for text this writer wrote: the members are not
     /// checked.
-    package mutating func json(membersOf text: String) -> Bool {
+    @_spi(FlatlandInternal) public mutating func json(membersOf text: String) -> Bool {
         guard !pretty, !afterKey else { return false }
         var text = text
         return text.withUTF8 { utf8 in

@@ -1,4 +1,4 @@
-import Flatland
+@_spi(FlatlandInternal) import Flatland
 import Foundation
 
 /// A point in time as a table server wrote it, kept at the server's full precision.

@@ -1,6 +1,7 @@
 import Flatland
 import FlatlandHTTP
 import FlatlandServer
+import FlatlandServerTesting
 import Foundation
 import SeedSDK
 import Testing
@@ -59,9 +60,9 @@ struct SeedClientTests {
             #expect(full.firstname == partial.firstname)
             #expect(full.age > 0)
             #expect(full.email.isEmpty)
-            let requests = server.knobs.totalRequests
+            let requests = server.testControls.totalRequests
             _ = try await client.user(id, completing: ["firstname", "age"])
-            #expect(server.knobs.totalRequests == requests)
+            #expect(server.testControls.totalRequests == requests)
         }
     }
 }
