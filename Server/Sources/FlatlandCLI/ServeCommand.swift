@@ -72,6 +72,26 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The table protocol versions served at once, comma-separated: v1, v2, v3.")
     var tableProtocols = "v2,v3"
 
+    @Option(
+        help: """
+            A JSON file declaring tables' fields and types (see the README): each table it names is served \
+            (with its --tables access, if listed there) and keeps its fields in typed columns.
+            """)
+    var tableSchemas: String?
+
+    /// The tables `--table-schemas` declares, in the file's order (empty without the option).
+    func declaredTables() throws -> [(name: String, declaration: TableSchema.Declaration)] {
+        guard let tableSchemas else { return [] }
+        guard let data = FileManager.default.contents(atPath: tableSchemas) else {
+            throw ValidationError("--table-schemas: cannot read '\(tableSchemas)'")
+        }
+        do {
+            return try TableSchema.parseFile(Array(data))
+        } catch {
+            throw ValidationError("--table-schemas: \(error.message)")
+        }
+    }
+
     /// The tables `--tables` gives: `NAME` or `NAME:ACCESS`, in order.
     var tableSpecs: [(name: String, access: String?)] {
         tables.split(separator: ",", omittingEmptySubsequences: false).map { item in
@@ -96,9 +116,23 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 
-    /// The tables `--tables` declares (valid once ``validate()`` passed).
+    /// The tables `--tables` and `--table-schemas` declare (valid once ``validate()`` passed).
     var tableDefinitions: [TableDefinition] {
-        tableSpecs.map { TableDefinition(name: $0.name, access: $0.access.flatMap(Self.access) ?? .anonymous) }
+        let declared = (try? declaredTables()) ?? []
+        var tables = tableSpecs.map { spec in
+            var table = TableDefinition(name: spec.name, access: spec.access.flatMap(Self.access) ?? .anonymous)
+            if let declaration = declared.first(where: { $0.name.lowercased() == spec.name.lowercased() })?.declaration
+            {
+                table.schema = declaration.schema
+                table.softDelete = declaration.softDelete
+            }
+            return table
+        }
+        for (name, declaration) in declared where !tables.contains(where: { $0.name.lowercased() == name.lowercased() })
+        {
+            tables.append(TableDefinition(name: name, softDelete: declaration.softDelete, schema: declaration.schema))
+        }
+        return tables
     }
 
     /// The versions `--table-protocols` gives, or nil when one is unknown.
@@ -142,6 +176,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard Set(tableNames.map { $0.lowercased() }).count == tableNames.count else {
             throw ValidationError("--tables names a table twice")
         }
+        _ = try declaredTables()
         guard protocolVersions != nil else {
             throw ValidationError("--table-protocols takes a comma list of v1, v2 and v3, not '\(tableProtocols)'")
         }

@@ -343,6 +343,9 @@ struct TableRequest: Sendable {
                 fields.members.append((key: key, value: value))
             }
         }
+        if let schema = table.schema, let problem = schema.problem(fields, partial: method == "PATCH") {
+            return .failure(TableRefusal(TableAPI.error(400, problem)))
+        }
         return .success((fields, id, version))
     }
 
