@@ -51,7 +51,8 @@ struct TableAPI: Sendable {
     /// `authenticate` names the caller a session token belongs to.
     func respond(
         method: String, path: String, query: [String: String], headers: [String: String], body: [UInt8],
-        baseURL: String, authenticate: (String) -> SampleAPI.Caller = { _ in .invalid }, faults: TableFaults? = nil
+        baseURL: String, authenticate: (String) -> SampleAPI.Caller = { _ in .invalid },
+        faults: (any TableFaultHook)? = nil
     ) async -> Reply? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         guard parts.first == "tables" else { return nil }
