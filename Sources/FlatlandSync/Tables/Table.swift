@@ -15,7 +15,7 @@ public struct TableResponse<Item: Sendable>: Sendable {
     public var notModified: Bool { status == 304 }
 }
 
-/// A server table of typed rows, over `/tables/{name}`, bound to a ``Session``.
+/// A server table of typed rows, over `/tables/{name}`, bound to a FlatlandHTTP `Session`.
 ///
 /// Every request goes through the session (its filters, credentials, retries, task tracking and
 /// cancellation), and every row the server sends is streamed into the session's store. A row is

@@ -2,7 +2,7 @@ import Flatland
 import FlatlandHTTP
 import FlatlandJSON
 
-/// A server table whose rows are JSON objects, over `/tables/{name}`, bound to a ``Session``.
+/// A server table whose rows are JSON objects, over `/tables/{name}`, bound to a FlatlandHTTP `Session`.
 ///
 /// The rows are untyped entities of the session's store, stored as `<prefix>-<server id>`
 /// (``TableRowID``); a row is handed out as a `JSONObject`: its `id` (the server's) first, then
