@@ -21,10 +21,19 @@ final class StubTransport: HTTPTransport {
     /// Requests wait here until released, when set (to keep a GET in flight).
     private let gate: Mutex<CheckedContinuation<Void, Never>?> = Mutex(nil)
     private let holds: Bool
+    /// Answers by request, when set (instead of the script).
+    private let route: (@Sendable (HTTPRequest) -> Answer)?
 
     init(_ answers: [Answer], holdFirst: Bool = false) {
         state = Mutex((answers, []))
         holds = holdFirst
+        route = nil
+    }
+
+    init(route: @escaping @Sendable (HTTPRequest) -> Answer) {
+        state = Mutex(([], []))
+        holds = false
+        self.route = route
     }
 
     var sent: [HTTPRequest] { state.withLock { $0.sent } }
@@ -43,12 +52,16 @@ final class StubTransport: HTTPTransport {
     func send(_ request: HTTPRequest, to receiver: any HTTPResponseReceiver) async throws -> HTTPResponseHead {
         let (answer, first) = state.withLock { s -> (Answer, Bool) in
             s.sent.append(request)
-            let answer = s.answers.isEmpty ? Answer(500, "{\"error\":\"no more answers\"}") : s.answers.removeFirst()
+            let answer =
+                route?(request)
+                ?? (s.answers.isEmpty ? Answer(500, "{\"error\":\"no more answers\"}") : s.answers.removeFirst())
             return (answer, s.sent.count == 1)
         }
         if holds && first {
             await withCheckedContinuation { continuation in gate.withLock { $0 = continuation } }
         }
+        // A status below 100: the connection drops before any answer.
+        if answer.status < 100 { throw HTTPError(.transport, "the stub dropped the connection") }
         var headers = answer.headers
         headers["Content-Type"] = "application/json"
         headers["Content-Length"] = "\(answer.body.count)"

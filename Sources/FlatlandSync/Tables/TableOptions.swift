@@ -1,5 +1,7 @@
+import CoreMetrics
 import Flatland
 import FlatlandHTTP
+import Logging
 
 /// How a table talks to its server.
 ///
@@ -17,16 +19,40 @@ public struct TableOptions: Sendable, Hashable {
     /// `id`, if it has one, is still sent). Otherwise a row without an id gets a new one on the
     /// client (``TableRowID/generate()``).
     public var serverAssignsIDs: Bool
+    /// Where a sync context logs its pushes and pulls (summaries at `debug`; conflicts, failed
+    /// operations and a push that stopped at `info`); nil for the session's logger
+    /// (`Backend.Configuration.logger`). Takes no part in equality.
+    public var logger: Logger?
+    /// Where a sync context's metrics go (labels `flatland.sync.…`); nil for the session's
+    /// factory, or else the process's `MetricsSystem`. Takes no part in equality.
+    public var metricsFactory: (any MetricsFactory)?
 
     /// Options; every argument has a default.
     public init(
         protocol version: TableProtocol = .v2, style: WireStyle? = nil, systemProperties: SystemProperties? = nil,
-        serverAssignsIDs: Bool = false
+        serverAssignsIDs: Bool = false, logger: Logger? = nil, metricsFactory: (any MetricsFactory)? = nil
     ) {
         protocolVersion = version
         self.style = style
         self.systemProperties = systemProperties
         self.serverAssignsIDs = serverAssignsIDs
+        self.logger = logger
+        self.metricsFactory = metricsFactory
+    }
+
+    /// Whether two options make a table speak the same way (the logger and the metrics factory
+    /// are not compared).
+    public static func == (lhs: TableOptions, rhs: TableOptions) -> Bool {
+        lhs.protocolVersion == rhs.protocolVersion && lhs.style == rhs.style
+            && lhs.systemProperties == rhs.systemProperties && lhs.serverAssignsIDs == rhs.serverAssignsIDs
+    }
+
+    /// Hashes what ``==(_:_:)`` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(protocolVersion)
+        hasher.combine(style)
+        hasher.combine(systemProperties)
+        hasher.combine(serverAssignsIDs)
     }
 }
 
