@@ -62,11 +62,11 @@ let package = Package(
             ],
             path: "Tests/FlatlandCrashHelper"
         ),
-        // The logs and metrics of FlatlandHTTP and FlatlandSync, over a transport of the test's own.
+        // FlatlandHTTP and FlatlandSync over a transport of the test's own: logs, metrics, protocols, URLs.
         .testTarget(
-            name: "FlatlandTelemetryTests",
+            name: "FlatlandClientTests",
             dependencies: [
-                "Flatland", "FlatlandHTTP", "FlatlandSync", "FlatlandSQLite",
+                "Flatland", "FlatlandJSON", "FlatlandHTTP", "FlatlandSync", "FlatlandSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
