@@ -95,15 +95,16 @@ struct ConnectionDeadlineTests {
     func aSlowReaderGetsTheWholeResponse() async throws {
         let limits = SampleServer.Limits(idleTimeout: .seconds(1), writeTimeout: .seconds(3))
         var configuration = SampleServer.Configuration(population: .init(users: 4), limits: limits)
-        configuration.tables = TableServing(pageSize: 400, maxTop: 400)
+        configuration.tables = TableServing(pageSize: 1200, maxTop: 1200)
         try await withServer(configuration) { server, port in
-            try await Self.fill(server, rows: 400, bytes: 10_000)
-            // About 4 MB at 1.5 MB/s: well past the idle timeout, and the client never stops.
+            try await Self.fill(server, rows: 1200, bytes: 10_000)
+            // About 12 MB (more than the kernel's buffers hold) at 3 MB/s: well past the idle
+            // timeout, and the client never stops.
             let got = await offPool {
-                Self.readSlowly(port: port, path: "/tables/todoitem?$top=400", rate: 1_500_000)
+                Self.readSlowly(port: port, path: "/tables/todoitem?$top=1200", rate: 3_000_000)
             }
             #expect(got.whole, "got \(got.body) bytes of body")
-            #expect(got.body > 4_000_000)
+            #expect(got.body > 12_000_000)
         }
     }
 

@@ -257,7 +257,10 @@ import Testing
     @Test(arguments: TestStorage.all, ["2.0.0", "3.0.0"])
     func aRowReadThenWrittenBackWholeIsAccepted(_ kind: TestStorage, _ version: String) async throws {
         let c = try await client(kind, version)
-        _ = await c.send("POST", "/tables/todoitem", #"{"id":"a","text":"x"}"#)
+        // Written by a client of each other protocol, with its own names for the system
+        // properties: none of them may come back beside the server's.
+        _ = await c.with("3.0.0").send("POST", "/tables/todoitem", #"{"id":"a","text":"x","createdAt":"y"}"#)
+        _ = await c.with("2.0.0").send("PATCH", "/tables/todoitem/a", #"{"__updatedAt":"z","__deleted":true}"#)
         let read = await c.send("GET", "/tables/todoitem/a")
         let method = version == "3.0.0" ? "PUT" : "PATCH"
         let written = await c.send(method, "/tables/todoitem/a", String(decoding: read.body, as: UTF8.self))
