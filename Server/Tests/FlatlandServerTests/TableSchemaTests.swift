@@ -148,6 +148,7 @@ import Testing
         [
             "$filter=missing%20eq%2020", "$orderby=missing%20asc", "$select=foo", "$select=title,foo",
             "$filter=rating%20eq%20'X'", "$filter=rating%20gt%203", "$filter=year%20eq%20'x'%20and%20missing",
+            "$filter=year(title)%20eq%201", "$filter=hour(rating)%20eq%201",
         ])
     func aFieldTheTableDoesNotDeclareIsA400(_ kind: TestStorage, query: String) async throws {
         let client = try await Self.client(kind)

@@ -205,16 +205,18 @@ protocol TableColumns: Sendable {
     /// what kind of value it holds; nil when the member does not exist.
     func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)?
     /// PostgreSQL: the function that reads text as a `timestamptz` (NULL when it is not one),
-    /// for comparing a date with a free-form field (see ``SQLDialect/instantMilliseconds(_:function:)``);
-    /// nil where there is none.
+    /// for comparing a date with a free-form field; nil where there is none.
     var instantFunction: String? { get }
-    /// Whether `member` is a field the table declares (its column may hold NULL).
-    func isDeclaredField(_ member: String) -> Bool
+    /// Whether `member` is a declared field that may be null (its column may hold NULL).
+    func isNullableField(_ member: String) -> Bool
+    /// The type `member` is declared with; nil for a free-form field or a system property.
+    func declaredType(_ member: String) -> TableSchema.FieldType?
 }
 
 extension TableColumns {
     var instantFunction: String? { nil }
-    func isDeclaredField(_ member: String) -> Bool { false }
+    func isNullableField(_ member: String) -> Bool { false }
+    func declaredType(_ member: String) -> TableSchema.FieldType? { nil }
 }
 
 /// How a request's names reach a table's columns in a dialect: the system properties under the
@@ -230,7 +232,9 @@ struct WireColumns: TableColumns {
 
     func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)? { declared(member) }
 
-    func isDeclaredField(_ member: String) -> Bool { schema?.field(member) != nil }
+    func isNullableField(_ member: String) -> Bool { schema?.field(member)?.nullable ?? false }
+
+    func declaredType(_ member: String) -> TableSchema.FieldType? { schema?.field(member)?.type }
 }
 
 /// What a column holds, as far as comparing it is concerned.
@@ -317,7 +321,7 @@ extension TableRowQuery {
             }
             order =
                 order
-                + dialect.orderTerm(column, descending: term.descending, nullable: columns.isDeclaredField(term.field))
+                + dialect.orderTerm(column, descending: term.descending, nullable: columns.isNullableField(term.field))
                 + SQLFragment(", ")
         }
         // `id` last: the order is total, so pages never overlap or skip a row.

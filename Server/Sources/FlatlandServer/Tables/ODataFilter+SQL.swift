@@ -368,6 +368,12 @@ struct FilterTranslator<Columns: TableColumns> {
     private func datePart(_ function: ODataFunction, _ argument: ODataFilter, at: Int) throws(ODataFilterError)
         -> SQLValue
     {
+        // A declared field that is no date, time or instant has no parts.
+        if case .member(let name, _) = argument, let type = columns.declaredType(name),
+            ![.date, .time, .datetime, .json].contains(type)
+        {
+            throw fail("\(function.rawValue) needs a date, a time or a date and time, not the field '\(name)'", at: at)
+        }
         let v = try value(argument)
         let isText = function == .date || function == .time
         switch v.kind {
