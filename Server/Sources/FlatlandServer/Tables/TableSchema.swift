@@ -32,12 +32,14 @@ public struct TableSchema: Sendable, Hashable {
         /// Its name: a letter or `_`, then letters, digits and `_`; not `id` nor a system
         /// property's name.
         public var name: String
+        /// What its values are (``FieldType``).
         public var type: FieldType
         /// Whether `null` (or leaving the field out) is allowed.
         public var nullable: Bool
         /// Whether its column is indexed (for filters and orders on it).
         public var indexed: Bool
 
+        /// A field named `name` of `type`, not nullable and not indexed unless asked.
         public init(_ name: String, _ type: FieldType, nullable: Bool = false, indexed: Bool = false) {
             self.name = name
             self.type = type
@@ -75,6 +77,7 @@ public struct TableSchema: Sendable, Hashable {
         case enumeration([String])
     }
 
+    /// A schema of these fields (see ``problem`` for what makes one valid).
     public init(fields: [Field]) { self.fields = fields }
 
     /// The field named `name`, if declared.
@@ -111,6 +114,7 @@ public struct TableSchema: Sendable, Hashable {
 
 /// A schema file, or a row's body, that does not fit: what and where.
 public struct TableSchemaError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of problem it is.
     public enum Code: Sendable, Hashable {
         /// The schema file is not what ``TableSchema/parseFile(_:)`` reads.
         case badSchema
@@ -118,7 +122,9 @@ public struct TableSchemaError: Error, Sendable, Hashable, CustomStringConvertib
         case badValue
     }
 
+    /// What kind of problem it is.
     public var code: Code
+    /// What does not fit, and where (`movies.year: 'integer' is not a type`).
     public var message: String
     public var description: String { message }
 }
@@ -126,7 +132,9 @@ public struct TableSchemaError: Error, Sendable, Hashable, CustomStringConvertib
 extension TableSchema {
     /// A table's entry in a schema file: its schema and whether a delete is soft.
     public struct Declaration: Sendable, Hashable {
+        /// The fields it declares.
         public var schema: TableSchema
+        /// Whether a delete marks the row deleted (true when the file does not say).
         public var softDelete: Bool
     }
 
@@ -292,6 +300,7 @@ extension TableSchema.Field {
 }
 
 extension TableSchema.FieldType: CustomStringConvertible {
+    /// The type in words, as an answer that refuses a value says it (`a whole number`).
     public var description: String {
         switch self {
         case .string: "a string"
