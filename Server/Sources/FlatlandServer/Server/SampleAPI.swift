@@ -8,7 +8,8 @@ import NIOCore
 /// The routes of the sample backend, over a ``SampleState``.
 struct SampleAPI: Sendable {
     let state: SampleState
-    let knobs: ServerKnobs
+    let requestLog: RequestLog
+    let hooks: ServerHooks
     let maxPageSize: Int
     let limits: SampleServer.Limits
     /// The `/tables` routes, once the server has opened their storage.
@@ -27,8 +28,9 @@ struct SampleAPI: Sendable {
         for field in request.headers { headers[field.name.canonicalName] = field.value }
         let method = request.method.rawValue
         let path = request.uri.path
-        var plan = knobs.arrive(method: method, path: path, headers: headers)
-        if let hold = plan.hold, hold.afterBytes == 0 { await hold.gate.wait() }
+        requestLog.record(method: method, path: path)
+        var plan = hooks.request?.arrive(method: method, path: path, headers: headers) ?? RequestPlan()
+        if let hold = plan.hold, hold.afterBytes == 0 { await hold.wait() }
         var reply: Reply
         if let failure = plan.failure {
             reply = Reply(status: failure.status, body: failure.body)
@@ -67,7 +69,7 @@ struct SampleAPI: Sendable {
         return makeResponse(reply, plan: plan)
     }
 
-    private func makeResponse(_ reply: Reply, plan: ServerKnobs.Plan) -> Response {
+    private func makeResponse(_ reply: Reply, plan: RequestPlan) -> Response {
         var fields = HTTPFields()
         if !reply.body.isEmpty { fields[.contentType] = "application/json" }
         for (name, value) in reply.headers {
@@ -112,7 +114,7 @@ struct SampleAPI: Sendable {
                     if let drop, offset >= drop { throw DroppedConnection() }
                     if let hold, !held, offset >= hold.afterBytes {
                         held = true
-                        await hold.gate.wait()
+                        await hold.wait()
                     }
                     if pause > .zero { try await Task.sleep(for: pause) }
                 }

@@ -55,8 +55,8 @@ public final class SampleServer: Sendable {
         /// How long a registration may wait for its `PUT /session`: then its token stops
         /// working and its user, device and session are removed. Default 10 minutes.
         public var pendingSessionLifetime: Duration
-        /// How many distinct paths ``ServerKnobs`` keeps counts and last headers for; requests
-        /// to further paths are counted only in ``ServerKnobs/totalRequests``. Default 256.
+        /// How many distinct paths the server (and its test controls) keep counts and last
+        /// headers for; requests to further paths are counted only in the total. Default 256.
         public var trackedPaths: Int
 
         /// Limits; every argument has a default.
@@ -113,11 +113,10 @@ public final class SampleServer: Sendable {
     public let configuration: Configuration
     /// Its data.
     public let state: SampleState
-    /// Its test controls.
-    package let knobs: ServerKnobs
-    /// Faults injected into its table routes, for tests (lost responses, failures, cut bodies,
-    /// delays).
-    package var tableFaults: TableFaults { api.tables.faults }
+    /// Requests counted per path (bounded by ``Limits/trackedPaths``).
+    package let requestLog: RequestLog
+    /// Where tests install their controls (FlatlandServerTesting); empty otherwise.
+    package let hooks: ServerHooks
     let api: SampleAPI
     private let connections: ConnectionCounter
     private let running = NIOLockedValueBox<Running>(Running())
@@ -132,10 +131,11 @@ public final class SampleServer: Sendable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         state = SampleState(population: configuration.population)
-        knobs = ServerKnobs(trackedPaths: configuration.limits.trackedPaths)
+        requestLog = RequestLog(trackedPaths: configuration.limits.trackedPaths)
+        hooks = ServerHooks()
         api = SampleAPI(
-            state: state, knobs: knobs, maxPageSize: configuration.maxPageSize, limits: configuration.limits,
-            tables: TableHost())
+            state: state, requestLog: requestLog, hooks: hooks, maxPageSize: configuration.maxPageSize,
+            limits: configuration.limits, tables: TableHost(hooks: hooks))
         connections = ConnectionCounter(limit: configuration.limits.maxConnections)
     }
 
@@ -222,7 +222,7 @@ public final class SampleServer: Sendable {
 
     /// Stops serving: held responses are released, connections closed.
     public func stop() async {
-        knobs.releaseAll()
+        hooks.request?.releaseAll()
         let stopping = running.withLockedValue { r -> Running in
             defer { r = Running() }
             return r

@@ -56,7 +56,7 @@ struct TableAPI: Sendable {
 
     /// Whether v3's `nextLink` is the query string alone, as Datasync writes it, rather than an
     /// absolute URL on the server's address.
-    static let v3NextLinkIsQueryString = false
+    static let v3NextLinkIsQueryString = true
 
     static func error(_ status: Int, _ message: String) -> Reply {
         var writer = JSONWriter()
@@ -72,7 +72,7 @@ struct TableAPI: Sendable {
     func respond(
         method: String, path: String, query: [String: String], rawQuery: String? = nil, headers: [String: String],
         body: [UInt8], baseURL: String, authenticate: (String) -> SampleAPI.Caller = { _ in .invalid },
-        faults: TableFaults? = nil
+        faults: (any TableFaultHook)? = nil
     ) async -> Reply? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         guard parts.first == "tables" else { return nil }

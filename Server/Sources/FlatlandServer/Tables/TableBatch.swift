@@ -18,7 +18,7 @@ extension TableAPI {
     /// (`$batch` then admits each operation against its own table).
     func special(
         _ name: String, method: String, query: [String: String], headers: [String: String], body: [UInt8],
-        baseURL: String, caller: SampleAPI.Caller, faults: TableFaults? = nil
+        baseURL: String, caller: SampleAPI.Caller, faults: (any TableFaultHook)? = nil
     ) async -> Reply {
         let open = configuration.tables.map(\.access).min { Self.rank($0) < Self.rank($1) } ?? .anonymous
         if case .failure(let refusal) = Self.admit(caller, to: TableDefinition(name: name, access: open)) {
@@ -138,7 +138,7 @@ extension TableAPI {
     /// `{"results":[{"key","status","etag","item"|"error","replayed"}…]}`.
     private func batch(
         _ body: [UInt8], wire: TableWire, query: [String: String], headers: [String: String], baseURL: String,
-        caller: SampleAPI.Caller, faults: TableFaults?
+        caller: SampleAPI.Caller, faults: (any TableFaultHook)?
     ) async -> Reply {
         let operations: [BatchOperation]
         switch batchOperations(body) {
@@ -178,7 +178,7 @@ extension TableAPI {
                 api: self, table: table, wire: wire, query: query, headers: opHeaders, body: operation.body,
                 baseURL: baseURL, owner: owner, method: operation.method, id: operation.id, scope: Self.scope(caller))
             // A fault injected for the operation's own request (tests): it takes it here.
-            switch faults?.take(method: operation.method, path: request.rowPath) {
+            switch faults?.take(method: operation.method, path: request.rowPath, naming: nil) {
             case .fail(let status, _)?:
                 replies.append(Self.error(status, "injected failure"))
                 continue

@@ -134,8 +134,10 @@ struct TableAnswer {
 /// The table routes of a running server: set when it starts, once their storage is open.
 final class TableHost: Sendable {
     private let current = NIOLockedValueBox<TableAPI?>(nil)
-    /// The faults tests inject.
-    let faults = TableFaults()
+    /// Where tests inject faults.
+    let hooks: ServerHooks
+
+    init(hooks: ServerHooks) { self.hooks = hooks }
 
     private let listeningAddress = NIOLockedValueBox<String?>(nil)
 
@@ -166,7 +168,8 @@ final class TableHost: Sendable {
         body: [UInt8], authenticate: (String) -> SampleAPI.Caller
     ) async -> TableAnswer? {
         guard let api, Self.isTablePath(path) else { return nil }
-        let fault = faults.take(method: method, path: path, naming: path.hasPrefix("/tables/$") ? "/tables/$" : nil)
+        let faults = hooks.table
+        let fault = faults?.take(method: method, path: path, naming: path.hasPrefix("/tables/$") ? "/tables/$" : nil)
         switch fault {
         case .fail(let status, let retryAfter):
             var reply = TableAPI.error(status, "injected failure")
