@@ -60,6 +60,7 @@ extension OfflineTable {
                     }
                 } ?? .epoch
         }
+        let telemetry = context.telemetry
         var result = PullResult(table: name, pages: 0, rows: 0, deleted: 0, skipped: 0, token: token?.description)
         let followsLinks = engine.version == .v3
         var skip = 0
@@ -140,6 +141,7 @@ extension OfflineTable {
             if !followsLinks { skip = following.start }
             request = following
         }
+        telemetry.pulled(result)
         return result
     }
 
