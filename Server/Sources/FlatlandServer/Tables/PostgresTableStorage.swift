@@ -444,7 +444,14 @@ final class PostgresTableStorage: TableStorage {
                     version: version, deleted: deleted, data: data)
             }
             for (index, write) in writes.enumerated() {
-                guard let key = write.idempotency, let record = records[[key.scope, key.key]] else { continue }
+                guard let key = write.idempotency, var record = records[[key.scope, key.key]] else { continue }
+                // A record without its row's copy: the row as it is now, if its version is the same.
+                if !record.complete, let found = try await fetchOwned(connection, write.table, id: record.row.id),
+                    write.owner == nil || found.owner == write.owner, found.row.version == record.row.version
+                {
+                    record.row = found.row
+                    record.complete = true
+                }
                 results[index] = .failure(
                     TableStorageError(
                         code: .replayed, message: "the idempotency key '\(key.key)' was used before", replay: record))
