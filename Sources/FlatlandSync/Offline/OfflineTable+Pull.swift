@@ -92,17 +92,17 @@ extension OfflineTable {
             var pageToken = token
             let raised = page.tally.newest.map { newest in token.map { newest > $0 } ?? false } ?? false
             if raised, let newest = page.tally.newest { pageToken = newest }
-            if followsLinks {
-                // Datasync: the server's next link, until it sends none.
-                if let link = page.nextLink {
-                    do {
-                        following = PageRequest(
-                            path: try engine.relativePath(ofLink: link), start: skip + page.tally.rows)
-                    } catch {
-                        throw SyncError(.http, error.message, table: name, tableError: error)
-                    }
+            if let link = page.nextLink {
+                // The server's next link, in every protocol (a v2 server that caps its pages
+                // below $top sends `Link: <…>; rel=next`), until it sends none.
+                do {
+                    following = PageRequest(
+                        path: try engine.relativePath(ofLink: link, requestPath: request.path),
+                        start: skip + page.tally.rows)
+                } catch {
+                    throw SyncError(.http, error.message, table: name, tableError: error)
                 }
-            } else if page.tally.rows >= pageSize {
+            } else if !followsLinks, page.tally.rows >= pageSize {
                 // The v2 clients' re-paging: a raised token moves the filter and restarts $skip.
                 let nextSkip = raised ? 0 : skip + page.tally.rows
                 following = PageRequest(
