@@ -18,6 +18,8 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var logging: LogLevelOption
+
     @Option(help: "The port (0 picks a free one).")
     var port = 8080
 
@@ -228,10 +230,11 @@ struct ServeCommand: AsyncParsableCommand {
             protocols: protocolVersions ?? [.v2, .v3], pageSize: tablesPageSize, maxTop: tablesMaxTop,
             maxBodyBytes: tablesMaxBody, publicURL: publicURL)
         tableServing.idempotencyTTL = .milliseconds(Int64((tablesIdempotencyTtl * 1000).rounded()))
-        let server = SampleServer(
-            configuration: .init(
-                host: host, port: port, population: .init(users: users, seed: seed), limits: limits,
-                tables: tableServing))
+        var configuration = SampleServer.Configuration(
+            host: host, port: port, population: .init(users: users, seed: seed), limits: limits,
+            tables: tableServing)
+        if let logger = logging.logger("flatland.server") { configuration.logger = logger }
+        let server = SampleServer(configuration: configuration)
         let counts = "\(server.state.userIDs.count) users, \(server.state.deviceIDs.count) devices"
         let host = self.host
         do {

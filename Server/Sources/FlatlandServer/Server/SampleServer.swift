@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -90,11 +91,19 @@ public final class SampleServer: Sendable {
         public var limits: Limits
         /// The tables served at `/tables/{name}` (a `todoitem` table, in memory, by default).
         public var tables: TableServing
+        /// Where every answered request is logged (`debug`; a 5xx at `info`): method, path,
+        /// status, duration. Silent by default.
+        public var logger: Logger
+        /// Where the server's metrics go (`flatland.server.requests`,
+        /// `flatland.server.request.duration`); nil for the process's `MetricsSystem`.
+        public var metricsFactory: (any MetricsFactory)?
 
         /// A configuration; every argument has a default.
         public init(
             host: String = "127.0.0.1", port: Int = 0, population: SampleState.Population = .init(),
-            maxPageSize: Int = 100_000, limits: Limits = Limits(), tables: TableServing = TableServing()
+            maxPageSize: Int = 100_000, limits: Limits = Limits(), tables: TableServing = TableServing(),
+            logger: Logger = Logger(label: "flatland.server", factory: { _ in SwiftLogNoOpLogHandler() }),
+            metricsFactory: (any MetricsFactory)? = nil
         ) {
             self.host = host
             self.port = port
@@ -102,6 +111,8 @@ public final class SampleServer: Sendable {
             self.maxPageSize = maxPageSize
             self.limits = limits
             self.tables = tables
+            self.logger = logger
+            self.metricsFactory = metricsFactory
         }
     }
 
@@ -153,6 +164,7 @@ public final class SampleServer: Sendable {
         let api = self.api
         let limits = configuration.limits
         let connections = self.connections
+        let telemetry = ServerTelemetry(logger: configuration.logger, factory: configuration.metricsFactory)
         let server = HTTPServerBuilder { responder in
             GuardedHTTP1Channel(
                 http1: HTTP1Channel(responder: responder, configuration: .init(idleTimeout: nil)),
@@ -163,7 +175,11 @@ public final class SampleServer: Sendable {
         }
         return Application(
             responder: CallbackResponder<ChannelRequestContext> { request, context in
-                await api.respond(to: request, channel: context.channel)
+                let start = ContinuousClock.now
+                let response = await api.respond(to: request, channel: context.channel)
+                telemetry.served(
+                    method: request.method.rawValue, path: request.uri.path, status: response.status.code, since: start)
+                return response
             },
             server: server,
             configuration: ApplicationConfiguration(
