@@ -33,8 +33,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds a request's head may take once its first byte has arrived.")
     var headerTimeout = 10.0
 
-    @Option(help: "Seconds a connection may stay idle (no request in progress, nothing received).")
+    @Option(
+        help: "Seconds a connection may stay idle (no request in progress, nothing left to write, nothing received).")
     var idleTimeout = 60.0
+
+    @Option(help: "Seconds a request's body may take to arrive once its head has, however it trickles in.")
+    var bodyTimeout = 30.0
+
+    @Option(help: "Seconds a response may wait for a client that stops reading it before the connection is closed.")
+    var writeTimeout = 30.0
 
     @Option(help: "The most connections open at once; past it new ones are closed.")
     var maxConnections = 512
@@ -71,6 +78,24 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "The table protocol versions served at once, comma-separated: v1, v2, v3.")
     var tableProtocols = "v2,v3"
+
+    @Option(
+        help: """
+            Rows in a page of a table query, in every protocol (a larger $top gets a page and a next link);             by default 100 in v3 (Datasync) and 50 in v1 and v2.
+            """)
+    var tablesPageSize: Int?
+
+    @Option(
+        help: """
+            The largest $top a table query may ask for, in every protocol (more is a 400); by default 128000             in v3 and 1000 in v1 and v2.
+            """)
+    var tablesMaxTop: Int?
+
+    @Option(
+        help: """
+            The server's address as clients reach it (http[s]://HOST[:PORT][/PATH]): Location and Link headers             are built on it. By default the address the server listens on; never the request's Host header.
+            """)
+    var publicURL: String?
 
     /// The tables `--tables` gives: `NAME` or `NAME:ACCESS`, in order.
     var tableSpecs: [(name: String, access: String?)] {
@@ -114,8 +139,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         for (name, seconds) in [
-            ("--header-timeout", headerTimeout), ("--idle-timeout", idleTimeout),
-            ("--pending-session-lifetime", pendingSessionLifetime),
+            ("--header-timeout", headerTimeout), ("--idle-timeout", idleTimeout), ("--body-timeout", bodyTimeout),
+            ("--write-timeout", writeTimeout), ("--pending-session-lifetime", pendingSessionLifetime),
         ] where !(seconds > 0 && seconds <= 86_400 * 365) {
             throw ValidationError("\(name) must be a number of seconds above 0 (at most a year)")
         }
@@ -142,6 +167,14 @@ struct ServeCommand: AsyncParsableCommand {
         guard Set(tableNames.map { $0.lowercased() }).count == tableNames.count else {
             throw ValidationError("--tables names a table twice")
         }
+        if let tablesPageSize, tablesPageSize < 1 {
+            throw ValidationError("--tables-page-size must be at least 1")
+        }
+        if let tablesMaxTop, tablesMaxTop < 1 { throw ValidationError("--tables-max-top must be at least 1") }
+        if let publicURL, TableServing.publicURL(publicURL) == nil {
+            throw ValidationError(
+                "--public-url: '\(publicURL)' is not http[s]://HOST[:PORT][/PATH] (no query, fragment or user)")
+        }
         guard protocolVersions != nil else {
             throw ValidationError("--table-protocols takes a comma list of v1, v2 and v3, not '\(tableProtocols)'")
         }
@@ -152,10 +185,13 @@ struct ServeCommand: AsyncParsableCommand {
             headerTimeout: .milliseconds(Int64(headerTimeout * 1000)),
             idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: maxConnections,
             maxPendingSessions: maxPendingSessions,
-            pendingSessionLifetime: .milliseconds(Int64(pendingSessionLifetime * 1000)))
+            pendingSessionLifetime: .milliseconds(Int64(pendingSessionLifetime * 1000)),
+            bodyTimeout: .milliseconds(Int64(bodyTimeout * 1000)),
+            writeTimeout: .milliseconds(Int64(writeTimeout * 1000)))
         var tableServing = TableServing(
             tables: tableDefinitions, storage: tablesDb.map(TableServing.Storage.init),
-            protocols: protocolVersions ?? [.v2, .v3], maxBodyBytes: tablesMaxBody)
+            protocols: protocolVersions ?? [.v2, .v3], pageSize: tablesPageSize, maxTop: tablesMaxTop,
+            maxBodyBytes: tablesMaxBody, publicURL: publicURL)
         tableServing.idempotencyTTL = .milliseconds(Int64((tablesIdempotencyTtl * 1000).rounded()))
         let server = SampleServer(
             configuration: .init(

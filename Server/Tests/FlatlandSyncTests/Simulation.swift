@@ -4,6 +4,7 @@ import FlatlandHTTP
 import FlatlandJSON
 import FlatlandSQLite
 import FlatlandServer
+import FlatlandServerTesting
 import FlatlandSync
 import Foundation
 import Synchronization

@@ -114,7 +114,9 @@ extension OfflineTable {
             result: PullResult(
                 table: name, pages: 0, rows: 0, deleted: 0, skipped: 0, token: key?.updatedAt.description,
                 tokenID: options.paging == .key ? key?.id : nil))
-        return try await pull.run()
+        let result = try await pull.run()
+        context.telemetry.pulled(result)
+        return result
     }
 
     /// The path of a pull's page by key: the query's filter and the rows after `key`, ordered

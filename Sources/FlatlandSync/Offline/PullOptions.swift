@@ -26,7 +26,7 @@ public struct PullOptions: Sendable, Hashable {
     public var pageSize: Int
     /// The longest one page's request may take, from sending it to its body's last byte, in
     /// seconds: a server that trickles its answer is cut there (``SyncErrorCode/deadline``).
-    /// The session's ``Backend/Configuration/timeout`` separately cuts a body that stops.
+    /// The session's `Backend.Configuration.timeout` separately cuts a body that stops.
     public var requestDeadline: TimeInterval
 
     /// The default ``requestDeadline``: 120 seconds.

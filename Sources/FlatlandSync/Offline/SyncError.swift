@@ -6,6 +6,9 @@ public struct SyncErrorCode: Hashable, Sendable, CustomStringConvertible {
 
     /// The session does not keep its store in SQLite: the queue needs the same file.
     public static let notPersistent = SyncErrorCode(name: "notPersistent")
+    /// The context's ``TableOptions`` name another protocol than its session's table headers
+    /// (``TableErrorCode/protocolMismatch``, in ``SyncError/tableError``).
+    public static let protocolMismatch = SyncErrorCode(name: "protocolMismatch")
     /// The change cannot follow the operation already queued for the row (an insert after an
     /// insert or an update, anything after a delete).
     public static let invalidOperation = SyncErrorCode(name: "invalidOperation")

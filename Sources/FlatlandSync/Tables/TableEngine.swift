@@ -13,8 +13,13 @@ struct TableEngine: Sendable {
     let session: Session
     let name: String
     let prefix: String
+    /// The options, with the protocol the table speaks (its own, or its session's).
     let options: TableOptions
     let ingestOptions: IngestOptions
+    /// The protocol spoken: headers, query style and verbs all follow from it.
+    let version: TableProtocol
+    /// Why no request of this table is sent (its options and its session name two protocols).
+    let refusal: TableError<JSONObject>?
 
     /// - Parameter keepsTaskCollections: whether the store keeps each answer's task collection
     ///   (``IngestOptions/keepsTaskCollection``): an online table's requests are the app's own;
@@ -23,6 +28,16 @@ struct TableEngine: Sendable {
         self.session = session
         self.name = name
         self.prefix = prefix
+        var options = options
+        switch options.resolvedProtocol(in: session, table: name) {
+        case .success(let version):
+            self.version = version
+            refusal = nil
+        case .failure(let error):
+            version = options.protocolVersion ?? .v2
+            refusal = error
+        }
+        options.protocolVersion = version
         self.options = options
         var ingest = session.backend.configuration.ingestOptions
         // A row is an object with an `id` at the top, in a top-level array, or in the envelope's
@@ -32,7 +47,7 @@ struct TableEngine: Sendable {
         ingest.resolver = RuleResolver([
             RuleResolver.Rule(prefix: prefix, idKey: "id", parentKeys: ["", "results", "items"])
         ])
-        ingest.envelope = options.protocolVersion == .v3 ? .datasync : .results
+        ingest.envelope = version == .v3 ? .datasync : .results
         ingest.endpointEnvelopes = []
         ingest.unknownPrefix = .untyped
         // Asking for a count or for system properties does not change which rows a query has.
@@ -41,7 +56,6 @@ struct TableEngine: Sendable {
         ingestOptions = ingest
     }
 
-    var version: TableProtocol { options.protocolVersion }
     var store: Store { session.store }
 
     func storeID(_ serverID: String) -> String { TableRowID.storeID(serverID: serverID, prefix: prefix) }
@@ -180,6 +194,12 @@ struct TableEngine: Sendable {
         condition: (@Sendable (IncomingEntity) -> Bool)? = nil,
         commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil, endpointCollection: Bool = true
     ) async throws(TableError<JSONObject>) -> HTTPResult {
+        if let refusal { throw refusal }
+        // The protocol's version header, when no filter of the session set it.
+        var headers = headers
+        if let apiVersion = version.apiVersion, headers["ZUMO-API-VERSION"] == nil {
+            headers["ZUMO-API-VERSION"] = apiVersion
+        }
         var options = ingestOptions
         if let start { options.page.start = start }
         if let condition { options.condition = condition }

@@ -132,6 +132,10 @@ final class PostgresTableStorage: TableStorage {
             CREATE INDEX IF NOT EXISTS flatland_table_idempotency_expiry
             ON \(schema).flatland_table_idempotency (expires_at)
             """,
+            """
+            CREATE INDEX IF NOT EXISTS flatland_table_idempotency_scope
+            ON \(schema).flatland_table_idempotency (scope, expires_at)
+            """,
         ]
         for table in tables {
             let t = sqlTable(table.name)
@@ -363,13 +367,9 @@ final class PostgresTableStorage: TableStorage {
                 let (scope, key, id, createdAt, updatedAt, version, deleted, data, method, path, status) =
                     try found.decode(
                         (String, String, String, Int64, Int64, Int64, Bool, String, String, String, Int).self)
-                guard case .object(let fields) = try JSONValue(parsing: data) else {
-                    throw TableStorageError(code: .storage, message: "a remembered row is not a JSON object")
-                }
-                let row = TableRow(
-                    id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted,
-                    fields: fields)
-                records[[scope, key]] = TableIdempotencyRecord(method: method, path: path, status: status, row: row)
+                records[[scope, key]] = try TableIdempotencyRecord.stored(
+                    method: method, path: path, status: status, id: id, createdAt: createdAt, updatedAt: updatedAt,
+                    version: version, deleted: deleted, data: data)
             }
             for (index, write) in writes.enumerated() {
                 guard let key = write.idempotency, let record = records[[key.scope, key.key]] else { continue }
@@ -458,7 +458,7 @@ final class PostgresTableStorage: TableStorage {
         binds.append(records.map(\.1.updatedAt))
         binds.append(records.map(\.1.version))
         binds.append(records.map(\.1.deleted))
-        binds.append(records.map { JSONValue.object($0.1.fields).jsonString() })
+        binds.append(records.map { $0.0.kept(JSONValue.object($0.1.fields).jsonString()) })
         binds.append(records.map(\.0.ttl))
         let table = "\(schema).flatland_table_idempotency"
         let sql = """
@@ -479,6 +479,16 @@ final class PostgresTableStorage: TableStorage {
         let recorded = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)
             .collect()
         guard recorded.count == records.count else { throw LostRace() }
+        // Each scope keeps its newest records only (TableIdempotency.maxPerScope).
+        for (scope, cap) in Set(records.map { [$0.0.scope, String($0.0.maxPerScope)] }).map({ ($0[0], Int($0[1]) ?? 0) }
+        ) {
+            _ = try await Self.rows(
+                connection,
+                """
+                DELETE FROM \(table) WHERE scope = ? AND expires_at <= (
+                    SELECT expires_at FROM \(table) WHERE scope = ? ORDER BY expires_at DESC LIMIT 1 OFFSET ?)
+                """, [.text(scope), .text(scope), .integer(Int64(cap))])
+        }
         if records.contains(where: { $0.1.version % 128 == 0 }) {
             _ = try await Self.rows(connection, "DELETE FROM \(table) WHERE expires_at <= \(Self.clockMicros)")
         }
@@ -513,17 +523,36 @@ final class PostgresTableStorage: TableStorage {
     /// answers instead (``TableStorageError/Code/replayed``), and a write that succeeds is
     /// recorded with it.
     private func keyed(_ connection: PostgresConnection, _ write: TableWrite) async throws -> TableRow {
-        if let idempotency = write.idempotency, let record = try await remembered(connection, idempotency) {
+        if let idempotency = write.idempotency, var record = try await remembered(connection, idempotency) {
+            // A record without its row's copy: the row as it is now, if its version is the same.
+            if !record.complete, let found = try await fetchOwned(connection, write.table, id: record.row.id),
+                write.owner == nil || found.owner == write.owner, found.row.version == record.row.version
+            {
+                record.row = found.row
+                record.complete = true
+            }
             throw TableStorageError(
                 code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before", replay: record)
         }
         let row: TableRow
         switch write.kind {
         case .insert(let fields):
-            row = try await insert(connection, write.table, id: write.id, fields: fields, owner: write.owner)
+            do {
+                row = try await insert(connection, write.table, id: write.id, fields: fields, owner: write.owner)
+            } catch let error as TableStorageError where error.code == .exists {
+                // The same keyed insert sent twice at once: the other one's insert made this one
+                // wait and find the id taken, and its record is committed with it. It answers.
+                if let idempotency = write.idempotency, let record = try await remembered(connection, idempotency) {
+                    throw TableStorageError(
+                        code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before",
+                        replay: record)
+                }
+                throw error
+            }
         case .update(let fields, let replace, let allowDeleted):
             row = try await self.write(connection, write, allowDeleted: allowDeleted) { row in
                 row.fields = replace ? fields : row.fields.merging(fields)
+                if let mark = write.deletedMark { row.deleted = mark }
             }
         case .delete(let soft):
             row = try await self.write(connection, write, allowDeleted: false, remove: !soft) { row in
@@ -550,12 +579,9 @@ final class PostgresTableStorage: TableStorage {
         }
         let (id, createdAt, updatedAt, version, deleted, data, method, path, status) = try found.decode(
             (String, Int64, Int64, Int64, Bool, String, String, String, Int).self)
-        guard case .object(let fields) = try JSONValue(parsing: data) else {
-            throw TableStorageError(code: .storage, message: "a remembered row is not a JSON object")
-        }
-        let row = TableRow(
-            id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: fields)
-        return TableIdempotencyRecord(method: method, path: path, status: status, row: row)
+        return try TableIdempotencyRecord.stored(
+            method: method, path: path, status: status, id: id, createdAt: createdAt, updatedAt: updatedAt,
+            version: version, deleted: deleted, data: data)
     }
 
     /// Records a write under its key (``rememberAll(_:_:)`` of one).
@@ -579,7 +605,7 @@ final class PostgresTableStorage: TableStorage {
         if row.deleted, !allowDeleted {
             throw TableStorageError(code: .deleted, message: "The item is deleted", current: row)
         }
-        if let expectedVersion = write.expectedVersion, expectedVersion != row.version {
+        if write.preconditionFails(row) {
             throw TableStorageError(
                 code: .versionMismatch, message: "the item has changed since version was read", current: row)
         }

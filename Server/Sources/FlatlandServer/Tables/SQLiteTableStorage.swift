@@ -78,7 +78,14 @@ final class SQLiteTableStorage: TableStorage {
     /// first. ``apply(_:)`` counts on it to run many writes without a savepoint each.
     private func keyed(_ db: Database, _ write: TableWrite) throws -> TableRow {
         let now = self.now()
-        if let idempotency = write.idempotency, let record = try Self.remembered(db, idempotency, now: now) {
+        if let idempotency = write.idempotency, var record = try Self.remembered(db, idempotency, now: now) {
+            // A record without its row's copy: the row as it is now, if its version is the same.
+            if !record.complete, let row = try Self.fetch(db, write.table, id: record.row.id, owner: write.owner),
+                row.version == record.row.version
+            {
+                record.row = row
+                record.complete = true
+            }
             throw TableStorageError(
                 code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before", replay: record)
         }
@@ -97,12 +104,16 @@ final class SQLiteTableStorage: TableStorage {
                 FROM flatland_table_idempotency WHERE scope = ? AND key = ? AND expires_at > ?
                 """)
         return try Row.fetchOne(statement, arguments: [key.scope, key.key, now]).map { row in
-            TableIdempotencyRecord(method: row[6], path: row[7], status: row[8], row: try decode(row))
+            try TableIdempotencyRecord.stored(
+                method: row[6], path: row[7], status: row[8], id: row[0], createdAt: row[1], updatedAt: row[2],
+                version: row[3], deleted: row[4] as Int64 != 0, data: row[5])
         }
     }
 
-    /// Records a write under its key (`data`: the row's fields as stored); every 128th version
-    /// also prunes the records past their time.
+    /// Records a write under its key (`data`: the row's fields as stored, kept only up to
+    /// ``TableIdempotency/maxRowBytes``), forgets the scope's oldest records past
+    /// ``TableIdempotency/maxPerScope``; every 128th version also prunes the records past their
+    /// time.
     private static func remember(_ db: Database, _ key: TableIdempotency, _ row: TableRow, data: String, now: Int64)
         throws
     {
@@ -114,8 +125,15 @@ final class SQLiteTableStorage: TableStorage {
                 """
         ).execute(arguments: [
             key.scope, key.key, key.method, key.path, key.status, row.id, row.createdAt, row.updatedAt,
-            row.version, row.deleted ? 1 : 0, data, now + key.ttl,
+            row.version, row.deleted ? 1 : 0, key.kept(data), now + key.ttl,
         ])
+        try db.cachedStatement(
+            sql: """
+                DELETE FROM flatland_table_idempotency WHERE scope = ? AND expires_at <= (
+                    SELECT expires_at FROM flatland_table_idempotency WHERE scope = ?
+                    ORDER BY expires_at DESC LIMIT 1 OFFSET ?)
+                """
+        ).execute(arguments: [key.scope, key.scope, key.maxPerScope])
         if row.version % 128 == 0 {
             try db.execute(sql: "DELETE FROM flatland_table_idempotency WHERE expires_at <= ?", arguments: [now])
         }
@@ -154,6 +172,8 @@ final class SQLiteTableStorage: TableStorage {
                         data TEXT NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (scope, key));
                     CREATE INDEX IF NOT EXISTS flatland_table_idempotency_expiry
                         ON flatland_table_idempotency (expires_at);
+                    CREATE INDEX IF NOT EXISTS flatland_table_idempotency_scope
+                        ON flatland_table_idempotency (scope, expires_at);
                     """)
             for table in tables {
                 let t = Self.sqlTable(table.name)
@@ -254,14 +274,13 @@ final class SQLiteTableStorage: TableStorage {
                 fields: fields)
             return (row, try Self.write(db, table, row, insert: true, owner: owner))
         case .update(let fields, let replace, let allowDeleted):
-            var row = try Self.current(
-                db, table, id: id, expectedVersion: write.expectedVersion, allowDeleted: allowDeleted, owner: owner)
+            var row = try Self.current(db, write, allowDeleted: allowDeleted)
             row.fields = replace ? fields : row.fields.merging(fields)
+            if let mark = write.deletedMark { row.deleted = mark }
             (row.updatedAt, row.version) = try tick(db)
             return (row, try Self.write(db, table, row, insert: false))
         case .delete(let soft):
-            var row = try Self.current(
-                db, table, id: id, expectedVersion: write.expectedVersion, allowDeleted: false, owner: owner)
+            var row = try Self.current(db, write, allowDeleted: false)
             guard soft else {
                 try db.cachedStatement(sql: "DELETE FROM \(Self.sqlTable(table)) WHERE id = ?").execute(arguments: [id])
                 return (row, JSONValue.object(row.fields).jsonString())
@@ -270,7 +289,7 @@ final class SQLiteTableStorage: TableStorage {
             (row.updatedAt, row.version) = try tick(db)
             return (row, try Self.write(db, table, row, insert: false))
         case .undelete:
-            var row = try Self.current(db, table, id: id, expectedVersion: write.expectedVersion, owner: owner)
+            var row = try Self.current(db, write)
             row.deleted = false
             (row.updatedAt, row.version) = try tick(db)
             return (row, try Self.write(db, table, row, insert: false))
@@ -281,18 +300,16 @@ final class SQLiteTableStorage: TableStorage {
         try await read { db in try Self.fetch(db, table, id: id, owner: owner) }
     }
 
-    /// Loads the row a write is about, checking that it exists and has the expected version.
-    private static func current(
-        _ db: Database, _ table: String, id: String, expectedVersion: Int64?, allowDeleted: Bool = true,
-        owner: String?
-    ) throws -> TableRow {
-        guard let row = try fetch(db, table, id: id, owner: owner) else {
+    /// Loads the row a write is about, checking that it exists and meets the write's
+    /// preconditions (``TableWrite/preconditionFails(_:)``).
+    private static func current(_ db: Database, _ write: TableWrite, allowDeleted: Bool = true) throws -> TableRow {
+        guard let row = try fetch(db, write.table, id: write.id, owner: write.owner) else {
             throw TableStorageError(code: .notFound, message: "The item does not exist")
         }
         if row.deleted, !allowDeleted {
             throw TableStorageError(code: .deleted, message: "The item is deleted", current: row)
         }
-        if let expectedVersion, expectedVersion != row.version {
+        if write.preconditionFails(row) {
             throw TableStorageError(
                 code: .versionMismatch, message: "the item has changed since version was read", current: row)
         }
