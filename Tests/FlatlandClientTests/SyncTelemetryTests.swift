@@ -96,7 +96,10 @@ import Testing
 
     @Test func aPullEndsWithASummary() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let transport = StubTransport { _ in .init(200, "[\(Self.serverRow)]") }
+        // A legal server: the row, then nothing after the pull's key.
+        let transport = StubTransport { request in
+            request.endpoint.contains("id%20gt%20") ? .init(200, "[]") : .init(200, "[\(Self.serverRow)]")
+        }
         let sync = try context(transport)
         let pulled = try await sync.table("todoitem").pull(queryID: "all")
         #expect(pulled.rows == 1)
@@ -104,11 +107,12 @@ import Testing
         let summary = try #require(entries("pull ended").first)
         #expect(summary.level == .debug)
         #expect(summary.metadata["flatland.table"] == "todoitem")
-        #expect(summary.metadata["flatland.pages"] == "1")
+        // Two pages: the row's, and the empty one that shows nothing follows the key.
+        #expect(summary.metadata["flatland.pages"] == "2")
         #expect(summary.metadata["flatland.rows"] == "1")
         #expect(summary.metadata["flatland.token"] == "2026-01-02T03:04:05.678Z")
         #expect(try metrics.expectCounter("flatland.sync.pull.rows", [("table", "todoitem")]).totalValue == 1)
-        #expect(try metrics.expectCounter("flatland.sync.pull.pages", [("table", "todoitem")]).totalValue == 1)
+        #expect(try metrics.expectCounter("flatland.sync.pull.pages", [("table", "todoitem")]).totalValue == 2)
         #expect(try metrics.expectTimer("flatland.sync.pull.duration", [("table", "todoitem")]).values.count == 1)
     }
 }
