@@ -83,6 +83,26 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: """
+            A JSON file declaring tables' fields and types (see the README): each table it names is served \
+            (with its --tables access, if listed there) and keeps its fields in typed columns.
+            """)
+    var tableSchemas: String?
+
+    /// The tables `--table-schemas` declares, in the file's order (empty without the option).
+    func declaredTables() throws -> [(name: String, declaration: TableSchema.Declaration)] {
+        guard let tableSchemas else { return [] }
+        guard let data = FileManager.default.contents(atPath: tableSchemas) else {
+            throw ValidationError("--table-schemas: cannot read '\(tableSchemas)'")
+        }
+        do {
+            return try TableSchema.parseFile(Array(data))
+        } catch {
+            throw ValidationError("--table-schemas: \(error.message)")
+        }
+    }
+
+    @Option(
+        help: """
             Rows in a page of a table query, in every protocol (a larger $top gets a page and a next link);             by default 100 in v3 (Datasync) and 50 in v1 and v2.
             """)
     var tablesPageSize: Int?
@@ -123,9 +143,23 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 
-    /// The tables `--tables` declares (valid once ``validate()`` passed).
+    /// The tables `--tables` and `--table-schemas` declare (valid once ``validate()`` passed).
     var tableDefinitions: [TableDefinition] {
-        tableSpecs.map { TableDefinition(name: $0.name, access: $0.access.flatMap(Self.access) ?? .anonymous) }
+        let declared = (try? declaredTables()) ?? []
+        var tables = tableSpecs.map { spec in
+            var table = TableDefinition(name: spec.name, access: spec.access.flatMap(Self.access) ?? .anonymous)
+            if let declaration = declared.first(where: { $0.name.lowercased() == spec.name.lowercased() })?.declaration
+            {
+                table.schema = declaration.schema
+                table.softDelete = declaration.softDelete
+            }
+            return table
+        }
+        for (name, declaration) in declared where !tables.contains(where: { $0.name.lowercased() == name.lowercased() })
+        {
+            tables.append(TableDefinition(name: name, softDelete: declaration.softDelete, schema: declaration.schema))
+        }
+        return tables
     }
 
     /// The versions `--table-protocols` gives, or nil when one is unknown.
@@ -169,6 +203,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard Set(tableNames.map { $0.lowercased() }).count == tableNames.count else {
             throw ValidationError("--tables names a table twice")
         }
+        _ = try declaredTables()
         if let tablesPageSize, tablesPageSize < 1 {
             throw ValidationError("--tables-page-size must be at least 1")
         }

@@ -158,7 +158,7 @@ struct ConnectionDeadlineTests {
                         for (name, value) in forged { head += "\(name): \(value)\r\n" }
                         head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body
                         _ = Loopback.send(socket, Array(head.utf8))
-                        Loopback.setReceiveTimeout(socket, seconds: 5)
+                        Loopback.setReceiveTimeout(socket, seconds: 20)
                         return Loopback.readResponse(socket)
                     }
                     #expect(created?.status == 201)
@@ -171,7 +171,7 @@ struct ConnectionDeadlineTests {
                         "GET /tables/todoitem?$orderby=id HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n"
                     for (name, value) in forged { head += "\(name): \(value)\r\n" }
                     _ = Loopback.send(socket, Array((head + "\r\n").utf8))
-                    Loopback.setReceiveTimeout(socket, seconds: 5)
+                    Loopback.setReceiveTimeout(socket, seconds: 20)
                     return Loopback.readResponse(socket)
                 }
                 #expect(listed?.headers["link"] == "<\(base)/tables/todoitem?$orderby=id&$skip=2>; rel=next")

@@ -153,6 +153,17 @@ import Testing
         }
     }
 
+    @Test(
+        arguments: [
+            ("https://api.example.com", "https://api.example.com"),
+            ("http://10.0.0.1:8080/app/", "http://10.0.0.1:8080/app"), ("ftp://x", nil), ("https://", nil),
+            ("https://a.example/?x=1", nil), ("https://a.example/#top", nil), ("https://u@a.example", nil),
+            ("https://a.example/<x>", nil), ("api.example.com", nil),
+        ] as [(String, String?)])
+    func aPublicURLIsAnHTTPAddressWithoutQueryFragmentOrUser(_ input: (String, String?)) {
+        #expect(TableServing.publicURL(input.0) == input.1, "\(input.0)")
+    }
+
     // MARK: Conditional requests
 
     @Test(arguments: TestStorage.all)

@@ -136,6 +136,27 @@ import Testing
         #expect(header(late, "Idempotent-Replayed") == "true")
     }
 
+    @Test(arguments: TestStorage.all)
+    func aBatchReplaysItsLargeRowsFromTheRowsAsTheyAre(_ kind: TestStorage) async throws {
+        let c = try await client(kind) { $0.idempotencyMaxRowBytes = 1000 }
+        let big = String(repeating: "x", count: 5000)
+        let batch =
+            #"{"operations":["#
+            + (0..<3).map {
+                #"{"key":"b\#($0)","method":"POST","table":"todoitem","body":{"id":"r\#($0)","t":"\#(big)"}}"#
+            }
+            .joined(separator: ",") + "]}"
+        let first = try json(await c.send("POST", "/tables/$batch", batch))
+        let again = try json(await c.send("POST", "/tables/$batch", batch))
+        guard case .array(let firstResults)? = first["results"], case .array(let results)? = again["results"] else {
+            Issue.record("no results")
+            return
+        }
+        #expect(results.map { $0["status"] } == Array(repeating: .number(JSONNumber(201)), count: 3))
+        #expect(results.map { $0["replayed"] } == Array(repeating: .bool(true), count: 3))
+        #expect(results.map { $0["item"] } == firstResults.map { $0["item"] })
+    }
+
     @Test func twoHundredKeyedPatchesOfA100KBRowDoNotGrowTheFileByTheirCopies() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("holes-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

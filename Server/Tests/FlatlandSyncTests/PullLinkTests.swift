@@ -11,11 +11,11 @@ import Testing
 struct PullLinkTests {
     static let forms: [LegalServer.Behaviour.Link] = [.queryString, .absoluteURL, .absolutePath]
 
-    /// A v3 pull follows the server's `nextLink` in each form to the last row (the server pages
-    /// by 50 without `$top`, as the Datasync servers do).
+    /// A v3 pull follows the server's `nextLink` in each form to the last row (the server caps
+    /// its pages at 20, below the pull's `$top`).
     @Test(arguments: forms)
     func aV3PullFollowsEveryFormOfNextLink(form: LegalServer.Behaviour.Link) async throws {
-        let server = LegalServer(.init(protocol: .v3, link: form))
+        let server = LegalServer(.init(protocol: .v3, pageCap: 20, link: form))
         server.insert(count: 130)
         try await withLegalDevice(server) { device in
             let pulled = try await device.table.pull(queryID: "all")
@@ -23,7 +23,7 @@ struct PullLinkTests {
             #expect(pulled.rows >= 130)
             // Every page after the first was read from the link, on the request's own path.
             #expect(server.requests.dropFirst().allSatisfy { $0.hasPrefix("/api/tables/things?") })
-            #expect(server.requests.contains { $0.contains("$skip=50") })
+            #expect(server.requests.contains { $0.contains("$skip=20") })
         }
     }
 
@@ -48,8 +48,7 @@ struct PullLinkTests {
     /// A query-string link is resolved against the path of the request that carried it, its
     /// `?` optional; bytes a URL cannot carry are encoded, escapes kept.
     @Test func aQueryStringLinkKeepsTheRequestsPath() async throws {
-        var behaviour = LegalServer.Behaviour(protocol: .v3, link: .queryString)
-        behaviour.pageSize = 10
+        let behaviour = LegalServer.Behaviour(protocol: .v3, pageCap: 10, link: .queryString)
         let server = LegalServer(behaviour)
         server.insert(count: 15)
         try await withLegalDevice(server) { device in

@@ -2,6 +2,7 @@ import Flatland
 import FlatlandJSON
 import Foundation
 import GRDB
+import Synchronization
 
 /// The table server's rows in SQLite, through GRDB: one SQL table per declared table, the row's
 /// fields as JSON beside its system columns, and one clock for `updatedAt` and `version`.
@@ -12,6 +13,8 @@ import GRDB
 final class SQLiteTableStorage: TableStorage {
     private let writer: any DatabaseWriter
     private let now: @Sendable () -> Int64
+    /// The schemas of the declared tables, by name (set by ``prepare(_:)``).
+    private let schemas = Mutex<[String: TableSchema]>([:])
 
     /// In memory (`path` nil) or in a file.
     init(path: String?, now: @escaping @Sendable () -> Int64 = SQLiteTableStorage.wallClock) throws(TableStorageError) {
@@ -151,10 +154,40 @@ final class SQLiteTableStorage: TableStorage {
     {
         do {
             return writing ? try await writer.write(body) : try await writer.read(body)
-        } catch let error as TableStorageError {
-            throw error
         } catch {
-            throw TableStorageError(code: .storage, message: "the tables' database failed: \(error)")
+            throw Self.failure(error)
+        }
+    }
+
+    /// `error` as the storage's: a client's answer never holds the statement or SQLite's
+    /// message, only its code.
+    private static func failure(_ error: any Error) -> TableStorageError {
+        if let error = error as? TableStorageError { return error }
+        if let error = error as? DatabaseError {
+            return TableStorageError(
+                code: .storage, message: "the tables' database failed (error \(error.resultCode.rawValue))")
+        }
+        return TableStorageError(code: .storage, message: "the tables' database failed")
+    }
+
+    /// A query's read: a statement SQLite refuses as too large or too deep for it (a filter
+    /// past its limits that got through ``TableRowQuery/sql(_:)``'s own) is the client's
+    /// ``TableStorageError/Code/badQuery``, not a failure of the database.
+    private func queryRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T)
+        async throws(TableStorageError) -> T
+    {
+        do {
+            return try await writer.read(body)
+        } catch let error as DatabaseError
+            where error.resultCode == .SQLITE_TOOBIG || error.resultCode == .SQLITE_RANGE
+            || (error.resultCode == .SQLITE_ERROR
+                && ["too large", "too many", "stack overflow", "too deep"].contains {
+                    error.message?.contains($0) ?? false
+                })
+        {
+            throw TableStorageError(code: .badQuery, message: "$filter: the filter is too large or too deep to run")
+        } catch {
+            throw Self.failure(error)
         }
     }
 
@@ -194,8 +227,36 @@ final class SQLiteTableStorage: TableStorage {
                 }
                 try db.execute(
                     sql: "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_owner\" ON \(t) (owner, updated_at, id)")
+                try Self.declare(db, table)
             }
         }
+        schemas.withLock { schemas in
+            for table in tables { schemas[table.name] = table.schema }
+        }
+    }
+
+    /// A declared table's typed columns (generated from the row's JSON, added to a table from
+    /// before them) and their indexes.
+    private static func declare(_ db: Database, _ table: TableDefinition) throws {
+        guard let schema = table.schema else { return }
+        let existing = Set(
+            try String.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?)", arguments: ["tbl_\(table.name)"]))
+        for field in schema.fields where field.hasColumn {
+            if !existing.contains("f_\(field.name)") {
+                try db.execute(sql: "ALTER TABLE \(sqlTable(table.name)) ADD COLUMN \(field.sqliteDefinition)")
+            }
+            if field.indexed {
+                try db.execute(
+                    sql:
+                        "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_f_\(field.name)\" ON \(sqlTable(table.name)) (\(field.column), id)"
+                )
+            }
+        }
+    }
+
+    /// The columns of `table` under `wire`'s names.
+    private func columns(_ table: String, _ wire: TableWire) -> WireColumns {
+        WireColumns(wire: wire, dialect: .sqlite, schema: schemas.withLock { $0[table] })
     }
 
     /// The next `updatedAt` and `version`: the clock's time, or one microsecond past the last one.
@@ -319,8 +380,8 @@ final class SQLiteTableStorage: TableStorage {
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?
     ) {
-        let statements = try Self.statements(table, query, wire: wire)
-        return try await read { db in
+        let statements = try Self.statements(table, query, columns(table, wire))
+        return try await queryRead { db in
             let rows = try Row.fetchAll(db, sql: statements.select, arguments: statements.selectArguments).map(
                 Self.decode)
             return (rows, try statements.count(db))
@@ -332,12 +393,13 @@ final class SQLiteTableStorage: TableStorage {
     func encodedQuery(_ table: String, _ query: TableRowQuery, wire: TableWire, select: [String]?)
         async throws(TableStorageError) -> (rows: [[UInt8]], count: Int?)
     {
+        try TableRowQuery.checkSelect(select, columns(table, wire))
         guard select == nil else {
             let (rows, count) = try await self.query(table, query, wire: wire)
             return (TableRow.encoded(rows, wire, select: select), count)
         }
-        let statements = try Self.statements(table, query, wire: wire)
-        return try await read { db in
+        let statements = try Self.statements(table, query, columns(table, wire))
+        return try await queryRead { db in
             var rows: [[UInt8]] = []
             var writer = JSONWriter()
             let cursor = try Row.fetchCursor(db, sql: statements.select, arguments: statements.selectArguments)
@@ -367,10 +429,10 @@ final class SQLiteTableStorage: TableStorage {
         }
     }
 
-    private static func statements(_ table: String, _ query: TableRowQuery, wire: TableWire)
+    private static func statements(_ table: String, _ query: TableRowQuery, _ columns: WireColumns)
         throws(TableStorageError) -> QueryStatements
     {
-        let (condition, order) = try query.sql(WireColumns(wire: wire, dialect: .sqlite))
+        let (condition, order) = try query.sql(columns)
         let t = sqlTable(table)
         return QueryStatements(
             select:

@@ -56,7 +56,7 @@ struct TableAPI: Sendable {
 
     /// Whether v3's `nextLink` is the query string alone, as Datasync writes it, rather than an
     /// absolute URL on the server's address.
-    static let v3NextLinkIsQueryString = false
+    static let v3NextLinkIsQueryString = true
 
     static func error(_ status: Int, _ message: String) -> Reply {
         var writer = JSONWriter()
@@ -407,6 +407,9 @@ struct TableRequest: Sendable {
             } else {
                 parsed.fields.members.append((key: key, value: value))
             }
+        }
+        if let schema = table.schema, let problem = schema.problem(parsed.fields, partial: method == "PATCH") {
+            return .failure(TableRefusal(TableAPI.error(400, problem)))
         }
         return .success(parsed)
     }

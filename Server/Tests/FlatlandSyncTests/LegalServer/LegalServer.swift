@@ -397,33 +397,51 @@ final class LegalServer: HTTPTransport {
         }
     }
 
-    private static func value(_ row: Row, _ operand: ODataOperand) -> Value {
+    private static func value(_ row: Row, _ operand: ODataFilter) -> Value {
         switch operand {
-        case .member(let name): value(row, name)
-        case .string(let s): .text(s)
-        case .number(let text, _): .number(Double(text) ?? 0)
-        case .bool(let b): .bool(b ? 1 : 0)
-        case .null: .null
-        case .date(let micros): .date(micros)
-        case .toLower(let inner): if case .text(let s) = value(row, inner) { .text(s.lowercased()) } else { .null }
-        case .toUpper(let inner): if case .text(let s) = value(row, inner) { .text(s.uppercased()) } else { .null }
+        case .member(let name, _): return value(row, name)
+        case .literal(let literal, _):
+            switch literal {
+            case .string(let s), .guid(let s), .date(let s), .timeOfDay(let s): return .text(s)
+            case .integer(let n): return .number(Double(n))
+            case .decimal(let text): return .number(Double(text) ?? 0)
+            case .double(let d): return .number(d)
+            case .bool(let b): return .bool(b ? 1 : 0)
+            case .null: return .null
+            case .dateTimeOffset(let micros): return .date(micros)
+            }
+        case .call(.tolower, let arguments, _):
+            if case .text(let s) = value(row, arguments[0]) { return .text(s.lowercased()) }
+            return .null
+        case .call(.toupper, let arguments, _):
+            if case .text(let s) = value(row, arguments[0]) { return .text(s.uppercased()) }
+            return .null
+        default:
+            return .null
         }
     }
 
     private static func matches(_ row: Row, _ filter: ODataFilter, _ version: TableProtocol) -> Bool {
         switch filter {
-        case .and(let a, let b): return matches(row, a, version) && matches(row, b, version)
-        case .or(let a, let b): return matches(row, a, version) || matches(row, b, version)
-        case .not(let a): return !matches(row, a, version)
-        case .truth(let operand): return value(row, operand) == .bool(1)
-        case .test(let test, let a, let b):
-            guard case .text(let x) = value(row, a), case .text(let y) = value(row, b) else { return false }
-            switch test {
-            case .startsWith: return x.hasPrefix(y)
-            case .endsWith: return x.hasSuffix(y)
-            case .contains: return x.contains(y)
+        case .and(let terms): return terms.allSatisfy { matches(row, $0, version) }
+        case .or(let terms): return terms.contains { matches(row, $0, version) }
+        case .not(let a, _): return !matches(row, a, version)
+        case .member, .literal: return value(row, filter) == .bool(1)
+        case .call(let function, let arguments, _) where function.isCondition:
+            guard case .text(let x) = value(row, arguments[0]), case .text(let y) = value(row, arguments[1]) else {
+                return false
             }
-        case .compare(let a, let op, let b):
+            switch function {
+            case .startswith: return x.hasPrefix(y)
+            case .endswith: return x.hasSuffix(y)
+            default: return x.contains(y)
+            }
+        case .isIn(let subject, let list, _):
+            return list.contains { value(row, subject) == value(row, $0) }
+        case .compare(let a, let op, let b, _) where a.isCondition || b.isCondition:
+            let (condition, other) = a.isCondition ? (a, b) : (b, a)
+            return (matches(row, condition, version) == (value(row, other) == .bool(1))) == (op == .eq)
+        case .compare(let a, let op, let b, _):
             let (x, y) = (value(row, a), value(row, b))
             switch op {
             case .eq: return x == y
@@ -433,6 +451,8 @@ final class LegalServer: HTTPTransport {
             case .lt: return x < y
             case .le: return x <= y
             }
+        default:
+            return false
         }
     }
 
