@@ -17,7 +17,7 @@ struct SyncCommand: AsyncParsableCommand {
         commandName: "sync",
         abstract: "Push a store file's queued changes to a server, pull its tables, purge them, show the queue.",
         usage: """
-            flatland sync --store <file> [--url <url>] [--protocol v1|v2|v3] <verb> …
+            flatland sync --store <file> [--url <url>] [--protocol v1|v2|v3] [--log-level LEVEL] <verb> …
               <verb>: push [--on-conflict client-wins|server-wins|fail] [--batch auto|never] [--batch-size N]
                       pull NAME [--query-id QID] [--filter ODATA] [--page-size N]
                       reconcile NAME [--by listing|get]

@@ -33,6 +33,23 @@ struct LogLevelCLITests {
         #expect(warnings.stderr.isEmpty, "\(warnings.stderr)")
     }
 
+    @Test("flatland sync: debug logs the push's summary on stderr, in the sync context's words")
+    func syncLogsItsPushSummary() throws {
+        let workspace = try Workspace()
+        let store = workspace.url.appendingPathComponent("device.sqlite").path
+        // An empty queue: the push sends nothing, and says so.
+        let quiet = try CLI.run(["sync", "--store", store, "--url", "http://127.0.0.1:1", "push"])
+        #expect(quiet.status == 0, "\(quiet.stderr)")
+        #expect(quiet.stderr.isEmpty, "\(quiet.stderr)")
+        let logged = try CLI.run([
+            "sync", "--store", store, "--url", "http://127.0.0.1:1", "--log-level", "debug", "push",
+        ])
+        #expect(logged.status == 0, "\(logged.stderr)")
+        #expect(logged.stdout == quiet.stdout)
+        let summary = try #require(logged.stderr.split(separator: "\n").first { $0.contains("push ended") })
+        #expect(summary.contains("flatland.sent=0"))
+    }
+
     @Test("an unknown level is a usage error")
     func unknownLevel() throws {
         let run = try CLI.run(["table", "--url", "http://127.0.0.1:1", "--log-level", "loud", "todoitem", "list"])

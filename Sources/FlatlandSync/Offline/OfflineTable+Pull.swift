@@ -109,13 +109,14 @@ extension OfflineTable {
                 }
             }
         }
+        let telemetry = context.telemetry  // its clock starts here
         var pull = PullRun(
             table: self, queryID: queryID, query: query, options: options, key: key,
             result: PullResult(
                 table: name, pages: 0, rows: 0, deleted: 0, skipped: 0, token: key?.updatedAt.description,
                 tokenID: options.paging == .key ? key?.id : nil))
         let result = try await pull.run()
-        context.telemetry.pulled(result)
+        telemetry.pulled(result)
         return result
     }
 
