@@ -34,14 +34,17 @@ struct OfflineStore {
     /// (a placeholder for the local-only commands) speaking `version`.
     ///
     /// - Throws: ``CLIFailure`` (exit 1) when the file cannot be opened or is not a store.
-    static func open(path: String, baseURL: URL?, protocol version: TableProtocol) async throws -> OfflineStore {
+    static func open(
+        path: String, baseURL: URL?, protocol version: TableProtocol,
+        transport: TransportChoice = .platformDefault
+    ) async throws -> OfflineStore {
         guard !path.isEmpty else { throw CLIFailure.usage("--store: the file name is empty") }
         let file = URL(fileURLWithPath: path).standardizedFileURL.path
         let session: Session
         do {
             let environment = try Environment(
                 name: "sync", baseURL: baseURL ?? URL(string: "http://127.0.0.1")!, allowInsecureHTTP: true)
-            var configuration = Backend.Configuration()
+            var configuration = Backend.Configuration(makeTransport: transport.makeTransport)
             configuration.addTableHeaders(protocol: version)
             session = try Session(
                 user: "flatland-sync", environment: environment, storage: .persistent(StoreFileStorage(path: file)),

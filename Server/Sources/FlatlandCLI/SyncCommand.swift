@@ -39,6 +39,8 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
+    @OptionGroup var transportOptions: TransportOptions
+
     @Option(help: "The server's base URL (http or https); push, pull and reconcile need it.")
     var url: String?
 
@@ -60,7 +62,8 @@ struct SyncCommand: AsyncParsableCommand {
             throw CLIFailure.usage("\(verb) talks to the server: give --url before the verb")
         }
         let store = try await OfflineStore.open(
-            path: storeOptions.store, baseURL: baseURL, protocol: storeOptions.tableProtocol)
+            path: storeOptions.store, baseURL: baseURL, protocol: storeOptions.tableProtocol,
+            transport: transportOptions.transport)
         try await store.run { store in try await action.perform(on: store.sync) }
     }
 }
