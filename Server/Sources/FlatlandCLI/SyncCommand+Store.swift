@@ -5,6 +5,7 @@ import FlatlandJSON
 import FlatlandSQLite
 import FlatlandSync
 import Foundation
+import Logging
 
 /// The store file of `flatland local` and `flatland sync`: whatever user and environment the
 /// session names, its store is the one SQLite file given with `--store`, created if needed.
@@ -35,7 +36,7 @@ struct OfflineStore {
     ///
     /// - Throws: ``CLIFailure`` (exit 1) when the file cannot be opened or is not a store.
     static func open(
-        path: String, baseURL: URL?, protocol version: TableProtocol,
+        path: String, baseURL: URL?, protocol version: TableProtocol, logger: Logger? = nil,
         transport: TransportChoice = .platformDefault
     ) async throws -> OfflineStore {
         guard !path.isEmpty else { throw CLIFailure.usage("--store: the file name is empty") }
@@ -46,6 +47,7 @@ struct OfflineStore {
                 name: "sync", baseURL: baseURL ?? URL(string: "http://127.0.0.1")!, allowInsecureHTTP: true)
             var configuration = Backend.Configuration(makeTransport: transport.makeTransport)
             configuration.addTableHeaders(protocol: version)
+            if let logger { configuration.logger = logger }
             session = try Session(
                 user: "flatland-sync", environment: environment, storage: .persistent(StoreFileStorage(path: file)),
                 configuration: configuration)

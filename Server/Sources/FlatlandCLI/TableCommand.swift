@@ -56,6 +56,8 @@ struct TableCommand: AsyncParsableCommand {
 
     @OptionGroup var transportOptions: TransportOptions
 
+    @OptionGroup var logging: LogLevelOption
+
     @Option(
         help:
             "v1 only: the system properties to return, * or a comma list (updatedAt,deleted or __updatedAt,__deleted).")
@@ -105,7 +107,7 @@ struct TableCommand: AsyncParsableCommand {
         } catch {
             let failure = output.failure(error, verb: verb)
             // 3: the line on stdout says it all.
-            if failure.exitCode == 3 { Glibc.exit(3) }
+            if failure.exitCode == 3 { LibC.exit(3) }
             throw failure
         }
     }
@@ -126,6 +128,7 @@ struct TableCommand: AsyncParsableCommand {
         }
         var configuration = Backend.Configuration(makeTransport: transportOptions.transport.makeTransport)
         configuration.addTableHeaders(protocol: version, appKey: version == .v1 ? appKey : nil)
+        if let logger = logging.logger("flatland.table") { configuration.logger = logger }
         let session = Session(user: "flatland-table", environment: environment, configuration: configuration)
         return UntypedTable(
             name, session: session, options: TableOptions(protocol: version, systemProperties: try systemPropertySet()))

@@ -105,6 +105,8 @@ extension SyncContext {
     /// the batch request sends its operations one by one.
     public func push(onConflict: ConflictHandler? = nil, options: PushOptions = PushOptions()) async -> PushResult {
         var result = PushResult()
+        let telemetry = self.telemetry
+        defer { telemetry.pushed(result, context: self) }
         let operations: [SyncOperation]
         do {
             operations = try self.operations()

@@ -52,8 +52,7 @@ struct SampleAPI: Sendable {
             for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
             if tablePath,
                 let answer = await tables.respond(
-                    method: method, path: path, query: query, headers: headers, body: body,
-                    baseURL: "http://" + (request.head.authority ?? headers["host"] ?? "127.0.0.1"),
+                    method: method, path: path, query: query, rawQuery: request.uri.query, headers: headers, body: body,
                     authenticate: { caller($0) })
             {
                 if answer.loseResponse, let channel {
@@ -84,7 +83,18 @@ struct SampleAPI: Sendable {
         let body = reply.body
         let streamed = plan.chunkSize != nil || (plan.hold?.afterBytes ?? 0) > 0 || plan.dropAfter != nil
         guard streamed, !body.isEmpty else {
-            return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+            var buffer = ByteBuffer(bytes: body)
+            guard buffer.readableBytes > SampleServer.responseChunkBytes else {
+                return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: buffer))
+            }
+            // A large body in pieces: each waits until the client has taken enough of the ones
+            // before (the channel's back-pressure), so the connection's clock sees the response
+            // move as the client reads it, and a client that stops reading holds no more.
+            var pieces: [ByteBuffer] = []
+            while buffer.readableBytes > 0 {
+                pieces.append(buffer.readSlice(length: min(buffer.readableBytes, SampleServer.responseChunkBytes))!)
+            }
+            return Response(status: status, headers: fields, body: ResponseBody(contentsOf: pieces))
         }
         let chunk = max(1, plan.chunkSize ?? 16 << 10)
         let pause = plan.chunkPause

@@ -52,14 +52,18 @@ extension TableAPI {
         }
     }
 
-    /// `{"batch":{"maxOperations":N},"idempotency":{"ttlSeconds":T}}`.
+    /// `{"batch":{"maxOperations":N},"idempotency":{"ttlSeconds":T,"maxKeysPerCaller":K,"maxRowBytes":B}}`.
     private func capabilities() -> Reply {
         let ttl = configuration.idempotencyTTL.components
         let seconds = Double(ttl.seconds) + Double(ttl.attoseconds) / 1e18
         let ttlNumber = JSONNumber(seconds.rounded() == seconds ? "\(Int64(seconds))" : "\(seconds)") ?? 0
         let value: JSONValue = [
             "batch": ["maxOperations": .number(JSONNumber(configuration.maxBatchOperations))],
-            "idempotency": ["ttlSeconds": .number(ttlNumber)],
+            "idempotency": [
+                "ttlSeconds": .number(ttlNumber),
+                "maxKeysPerCaller": .number(JSONNumber(configuration.idempotencyMaxKeysPerCaller)),
+                "maxRowBytes": .number(JSONNumber(configuration.idempotencyMaxRowBytes)),
+            ],
         ]
         return Reply(status: 200, body: value.jsonBytes)
     }
@@ -73,6 +77,9 @@ extension TableAPI {
         guard let value = try? JSONValue(parsing: body), case .object = value else {
             return refuse(400, "a batch is a JSON object {\"operations\":[…]}")
         }
+        // A member given twice anywhere (a second "method", a second "operations") or a NUL
+        // refuses the whole batch: nothing is applied.
+        if let problem = TableBody.problem(in: value) { return refuse(400, "the batch: \(problem)") }
         guard case .array(let items)? = value["operations"] else {
             return refuse(400, "a batch needs an 'operations' array")
         }
