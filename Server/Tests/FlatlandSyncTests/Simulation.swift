@@ -111,7 +111,10 @@ final class SimDevice: Sendable {
     ///   - keys: whether the server sees `Idempotency-Key` (stripped after the wire log otherwise,
     ///     as every Azure server ignores it).
     ///   - freshConnections: a connection per request, or kept alive.
-    init(number: Int, port: Int, retry: RetryPolicy = .none, keys: Bool = true, freshConnections: Bool = true) throws {
+    init(
+        number: Int, port: Int, retry: RetryPolicy = .none, keys: Bool = true, freshConnections: Bool = true,
+        serverIDs: Bool = false
+    ) throws {
         self.number = number
         wire = WireLog(freshConnections: freshConnections)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("flatland-sim-\(UUID())").path
@@ -129,7 +132,7 @@ final class SimDevice: Sendable {
             user: "sim", environment: environment, registry: try EntityRegistry([TodoItem.self]),
             storage: .persistent(SQLitePersistence.sessionStorage(in: directory)), configuration: configuration)
         sync = try SyncContext(session: session, options: TableOptions(protocol: .v2))
-        table = sync.table("todoitem")
+        table = sync.table("todoitem", serverAssignsIDs: serverIDs)
     }
 
     /// The local rows: id → (text, version).
@@ -168,6 +171,8 @@ struct SimulationReport: Hashable {
     var serverErrors = 0
     var unavailable = 0
     var dropsMidPage = 0
+    /// Inserts held uncertain and settled by a lookup.
+    var uncertain = 0
     var faults: Int { lostResponses + serverErrors + unavailable + dropsMidPage }
 
     static func += (a: inout SimulationReport, b: SimulationReport) {
@@ -181,13 +186,14 @@ struct SimulationReport: Hashable {
         a.serverErrors += b.serverErrors
         a.unavailable += b.unavailable
         a.dropsMidPage += b.dropsMidPage
+        a.uncertain += b.uncertain
     }
 
     var summary: String {
         "\(seeds) seeds: \(localWrites) local writes, \(operationsSent) operations sent in \(pushes) pushes, "
             + "\(pulls) pulls, \(conflicts) conflicts settled by the handler; \(faults) faults injected "
             + "(\(lostResponses) lost responses, \(serverErrors) 500s, \(unavailable) 503s with Retry-After, "
-            + "\(dropsMidPage) pages cut mid-body)"
+            + "\(dropsMidPage) pages cut mid-body); \(uncertain) uncertain inserts settled by a lookup"
     }
 }
 
@@ -231,6 +237,10 @@ struct Simulation {
     /// `$capabilities`), and whether devices keep connections alive.
     private let keys: Bool
     private let freshConnections: Bool
+    /// Whether the server names the rows (the devices insert without ids, under local ids).
+    private let serverIDs: Bool
+    /// The server id each local id became.
+    private var aliases: [String: String] = [:]
     private var report = SimulationReport(seeds: 1)
     private var history: [String: [Write]] = [:]
     /// The model's clock: one tick per push outcome.
@@ -257,6 +267,7 @@ struct Simulation {
         clientWins = random.next() & 1 == 0
         keys = random.next() % 3 != 0
         freshConnections = random.next() & 1 == 0
+        serverIDs = random.next() % 4 == 0
     }
 
     /// Runs the seed; throws ``SimulationFailure`` when a rule is broken.
@@ -270,7 +281,8 @@ struct Simulation {
             seed: seed,
             message: message
                 + " (conflict rule: \(clientWins ? "client" : "server") wins; idempotency keys: \(keys); "
-                + "connections: \(freshConnections ? "fresh" : "kept alive"))")
+                + "connections: \(freshConnections ? "fresh" : "kept alive"); ids: \(serverIDs ? "the server's" : "the client's"))"
+        )
     }
 
     private mutating func run() async throws -> SimulationReport {
@@ -284,7 +296,9 @@ struct Simulation {
             let count = 2 + Int(random.next() % 2)
             for n in 0..<count {
                 devices.append(
-                    try SimDevice(number: n + 1, port: port, keys: keys, freshConnections: freshConnections))
+                    try SimDevice(
+                        number: n + 1, port: port, keys: keys, freshConnections: freshConnections,
+                        serverIDs: serverIDs))
             }
             let conflicts = Counter()
             let rule: ConflictResolution = clientWins ? .clientWins : .serverWins
@@ -333,17 +347,30 @@ struct Simulation {
         return value
     }
 
+    /// A local insert: under an id of the device's making, or a local id where the server names
+    /// the rows.
+    private mutating func insert(_ device: SimDevice, during: String) throws {
+        nextRow += 1
+        nextValue += 1
+        let text = "d\(device.number)-w\(nextValue)"
+        var row: JSONObject = ["text": .string(text)]
+        if !serverIDs { row["id"] = .string("s\(seed)-d\(device.number)-r\(nextRow)") }
+        let inserted = try device.table.insert(row)
+        let id = inserted.text("id") ?? ""
+        written[text] = id
+        trace("device \(device.number) inserts \(id) = \(text)\(during)")
+    }
+
+    /// The id a row is known by on the server: a local id's server id once it has one.
+    private func canonical(_ id: String) -> String { aliases[id] ?? id }
+
     /// A few random local writes, offline: inserts, updates and deletes of any row it has.
     private mutating func writeOffline(_ device: SimDevice) throws {
         for _ in 0..<Int(random.next() % 6) {
             let ids = device.table.rows().compactMap { $0.text("id") }.sorted()
             let roll = random.next() % 100
             if ids.isEmpty || roll < 35 {
-                nextRow += 1
-                let id = "s\(seed)-d\(device.number)-r\(nextRow)"
-                let text = value(device, row: id)
-                trace("device \(device.number) inserts \(id) = \(text)")
-                try device.table.insert(["id": .string(id), "text": .string(text)])
+                try insert(device, during: "")
             } else if roll < 80 {
                 let id = ids[Int(random.next() % UInt64(ids.count))]
                 let text = value(device, row: id)
@@ -367,11 +394,7 @@ struct Simulation {
             let id =
                 n == 0 && ids.contains(held) ? held : ids.isEmpty ? nil : ids[Int(random.next() % UInt64(ids.count))]
             guard let id, device.table.lookup(id) != nil, roll >= 15 else {
-                nextRow += 1
-                let id = "s\(seed)-d\(device.number)-r\(nextRow)"
-                let text = value(device, row: id)
-                trace("device \(device.number) inserts \(id) = \(text) during a push")
-                try device.table.insert(["id": .string(id), "text": .string(text)])
+                try insert(device, during: " during a push")
                 report.localWrites += 1
                 continue
             }
@@ -419,6 +442,21 @@ struct Simulation {
         let gone = try device.sync.failedOperations().filter { $0.status == 404 || $0.status == 410 }
         for operation in gone { try device.sync.cancel(operation.sequence) }
         if !gone.isEmpty { _ = try await device.table.reconcile(by: .listing) }
+        // Inserts held uncertain (a lost answer, a server without keys): looked up by their
+        // text, unique to each write. A fault may cut the lookup: the next round tries again.
+        for operation in try device.sync.failedOperations() where operation.state == .uncertain {
+            var failure: SyncError?
+            do {
+                let settled = try await device.sync.settle(operation.sequence, .lookUp(matching: ["text"]))
+                report.uncertain += 1
+                trace("device \(device.number) settles uncertain \(operation.itemID): \(settled)")
+            } catch {
+                failure = error
+            }
+            if let failure, failure.code != .http || !faults {
+                throw fail("device \(device.number): settling uncertain \(operation.itemID) failed: \(failure)")
+            }
+        }
         _ = device.wire.drain()
 
         // Sometimes the first operation's request is held at the server while the device edits
@@ -438,20 +476,38 @@ struct Simulation {
         let handled = conflicts.count
         // One request per operation: the wire log then sees every 409/412 a write got (inside
         // a batch they are in the batch's 200 body; BatchPushTests covers batches).
-        let pushing = Task { await device.sync.push(onConflict: handler, options: PushOptions(batching: .never)) }
+        let finished = Counter()
+        let arrived = editing.map { server.testControls.requestCount($0.method, $0.path) } ?? 0
+        let pushing = Task {
+            let result = await device.sync.push(onConflict: handler, options: PushOptions(batching: .never))
+            finished.add()
+            return result
+        }
         if let editing {
-            let arrived = server.testControls.requestCount(editing.method, editing.path)
-            try? await server.testControls.waitForRequests(editing.method, editing.path, count: arrived + 1)
+            // Until the held request is at the server (an operation with nothing left to send
+            // sends none: then until the push ends).
+            while server.testControls.requestCount(editing.method, editing.path) <= arrived, finished.count == 0 {
+                try await Task.sleep(for: .milliseconds(2))
+            }
             try writeDuringPush(device, row: editing.id)
         }
         let pushed = await pushing.value
+        if !faults, let reason = pushed.abortReason {
+            throw fail("device \(device.number): a push without faults stopped: \(reason)")
+        }
         report.pushes += 1
         report.operationsSent += pushed.outcomes.count
         let wire = device.wire.drain()
         trace("device \(device.number) pushes: \(wire.map(\.description).joined(separator: "; "))")
         // Each outcome's requests, in order: the value and the key it was sent with (a change
         // made while the push ran may have reached an operation not yet sent).
-        let writes = Dictionary(grouping: wire.filter { $0.method != .get && $0.rowID != nil }, by: { $0.rowID ?? "" })
+        // (An insert without an id is known by its text, unique to its write.)
+        let named = wire.map { entry in
+            var entry = entry
+            if entry.rowID == nil, entry.method == .post, let text = entry.text { entry.rowID = written[text] }
+            return entry
+        }
+        let writes = Dictionary(grouping: named.filter { $0.method != .get && $0.rowID != nil }, by: { $0.rowID ?? "" })
         var cursor: [String: Int] = [:]
         for outcome in pushed.outcomes {
             let entries = writes[outcome.id] ?? []
@@ -487,6 +543,11 @@ struct Simulation {
                 history.append(Write(key: key, value: value, sent: step, acknowledged: acknowledged ? step : nil))
             }
             self.history[outcome.id] = history
+        }
+        // The server ids the device's local ids became.
+        for id in Set(written.values) where id.hasPrefix("local-") && aliases[id] == nil {
+            let resolved = device.table.resolve(id)
+            if resolved != id { aliases[id] = resolved }
         }
         // Every 409/412 a write got went to the handler, or was the device's own write back.
         // (An update of a row gone on the server is a conflict too; the 409 of its insert again
@@ -543,7 +604,10 @@ struct Simulation {
         let rows = Dictionary(server, uniquingKeysWith: { a, _ in a })
         for device in devices {
             let queue = try device.sync.operations()
-            if !queue.isEmpty { throw fail("device \(device.number) still has \(queue.count) operations queued") }
+            if !queue.isEmpty {
+                let operations = queue.map { "\($0.sequence) \($0.kind) \($0.itemID) \($0.state)" }
+                throw fail("device \(device.number) still has \(queue.count) operations queued: \(operations)")
+            }
             let local = device.rows()
             if local != rows {
                 let differing = Set(local.keys).union(rows.keys).filter { local[$0] != rows[$0] }.sorted()
@@ -555,9 +619,13 @@ struct Simulation {
                         .joined(separator: "; "))
             }
         }
+        var history: [String: [Write]] = [:]
+        for (id, writes) in self.history { history[canonical(id), default: []] += writes }
         for id in Set(rows.keys).union(history.keys).sorted() {
             let now = rows[id]?.text
-            if let now, written[now] != id { throw fail("row \(id) holds \(now), which no device wrote to it") }
+            if let now, written[now].map(canonical) != id {
+                throw fail("row \(id) holds \(now), which no device wrote to it")
+            }
             let writes = history[id] ?? []
             // A soft delete is for good: a later update of the row (which a v2 server accepts)
             // leaves it deleted. A delete whose answer was lost may have been applied.

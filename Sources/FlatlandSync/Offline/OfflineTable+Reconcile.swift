@@ -40,7 +40,7 @@ extension OfflineTable {
         async throws(SyncError) -> ReconcileResult
     {
         let table = name
-        let pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
+        let pending = try await context.queueRead { db in try SyncQueue.pendingIDs(db, table: table) }
         let local = (ids ?? store.ids(prefix: prefix).map(engine.serverID)).filter {
             !pending.contains($0) && store.contains(engine.storeID($0))
         }
@@ -53,11 +53,11 @@ extension OfflineTable {
             for id in local where try await !exists(id) { missing.append(id) }
         }
         // Rows that got an operation while the server was asked stay.
-        let stillPending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
+        let stillPending = try await context.queueRead { db in try SyncQueue.pendingIDs(db, table: table) }
         var change = StoreChange()
         let removed = missing.filter { !stillPending.contains($0) }
         for id in removed { change.remove(engine.storeID(id)) }
-        if !change.isEmpty { try context.commit(change) { _ in } }
+        if !change.isEmpty { try await context.commitQueued(change) { _ in } }
         return ReconcileResult(table: name, checked: local.count, removed: removed.count)
     }
 

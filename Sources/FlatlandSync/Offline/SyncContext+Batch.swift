@@ -96,11 +96,15 @@ extension SyncContext {
         var ifMatch: String?
     }
 
-    func request(for operation: SyncOperation, engine: TableEngine) throws(TableError<JSONObject>) -> OperationRequest?
+    ///
+    /// - Parameter row: the row to send instead of the local one (an insert's data as it was sent
+    ///   before, when the local row is gone).
+    func request(for operation: SyncOperation, engine: TableEngine, row: JSONObject? = nil)
+        throws(TableError<JSONObject>) -> OperationRequest?
     {
         switch operation.kind {
         case .insert, .update:
-            guard let local = engine.row(engine.storeID(operation.itemID)) else { return nil }
+            guard let local = row ?? engine.row(engine.storeID(operation.itemID)) else { return nil }
             let data = OfflineTable.data(local)
             // A row made offline in a table whose server names rows: its local id is not sent.
             let localID = operation.kind == .insert && LocalID.isLocal(operation.itemID)

@@ -399,23 +399,34 @@ extension SyncContext {
             }
         }
         do {
-            guard let request = try request(for: operation, engine: engine) else {
+            var built = try request(for: operation, engine: engine)
+            if built == nil, replay, operation.kind == .insert, LocalID.isLocal(operation.itemID),
+                let again = operation.sentRow
+            {
+                // Deleted locally, but it may be on the server: sent again as it was (its key
+                // brings the first answer, and the server's id for the delete behind it).
+                built = try request(for: operation, engine: engine, row: again)
+            }
+            guard let request = built else {
                 // The row was deleted locally: when its delete is queued behind, that delete
                 // settles the row on the server (a 404 there is a success), and this write has
-                // nothing left to send.
+                // nothing left to send. An insert never applied takes the row's operations with
+                // it: the server never had the row.
                 let table = operation.table
                 let item = operation.itemID
+                let dropsRow = !replay && operation.kind == .insert
                 let moot = try? await queueWrite { db -> Bool in
-                    let deletedBehind = try SyncQueue.operations(db, table: table, itemID: item)
-                        .contains { $0.sequence > sequence && $0.kind == .delete }
-                    if deletedBehind {
-                        try SyncQueue.remove(db, sequence: sequence)
-                    } else {
+                    let behind = try SyncQueue.operations(db, table: table, itemID: item)
+                        .filter { $0.sequence > sequence }
+                    guard behind.contains(where: { $0.kind == .delete }) else {
                         try SyncQueue.recordFailure(
                             db, sequence: sequence, status: nil, serverItem: nil, rawBody: [],
                             error: "the local row is gone")
+                        return false
                     }
-                    return deletedBehind
+                    try SyncQueue.remove(db, sequence: sequence)
+                    if dropsRow { for next in behind { try SyncQueue.remove(db, sequence: next.sequence) } }
+                    return true
                 }
                 outcome.result = moot == true ? .ok : .error
                 return .next

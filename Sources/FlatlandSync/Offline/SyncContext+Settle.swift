@@ -51,7 +51,12 @@ extension SyncContext {
         }
         switch resolution {
         case .drop:
-            try cancel(sequence)
+            try await queueWrite { db in
+                guard try SyncQueue.exists(db, sequence: sequence) else {
+                    throw SyncError(.notFound, "no operation \(sequence) in the queue")
+                }
+                try SyncQueue.apply(.cancelled, db, sequence: sequence)
+            }
             return .dropped
         case .resend:
             try await queueWrite { db in try SyncQueue.apply(.released, db, sequence: sequence) }

@@ -90,7 +90,7 @@ public struct SyncOperation: Sendable, Hashable {
 /// | attempted | ``Event/settled`` | (removed) |
 /// | attempted | ``Event/refused(serverError:)`` | failed |
 /// | attempted | ``Event/answerLost`` | attempted |
-/// | attempted | ``Event/held`` | uncertain |
+/// | attempted, failed (possibly applied) | ``Event/held`` | uncertain |
 /// | uncertain | ``Event/released`` | pending |
 /// | any | ``Event/cancelled`` | (removed) |
 enum OperationLifecycle {
@@ -133,7 +133,7 @@ enum OperationLifecycle {
         case (.attempted, .settled), (.failed, .settled), (.uncertain, .settled): return nil
         case (.attempted, .refused), (.pending, .refused), (.failed, .refused): return .failed
         case (.attempted, .answerLost): return .attempted
-        case (.attempted, .held), (.uncertain, .held): return .uncertain
+        case (.attempted, .held), (.failed, .held), (.pending, .held), (.uncertain, .held): return .uncertain
         case (.uncertain, .released), (.failed, .released), (.attempted, .released), (.pending, .released):
             return .pending
         default:
