@@ -6,7 +6,7 @@ SWIFT ?= swift
 # Extra flags for every build and test (CI: -Xswiftc -warnings-as-errors).
 SWIFT_FLAGS ?=
 
-.PHONY: demo demo-postgres test deps build lint fuzz bench serve example
+.PHONY: demo demo-postgres test deps build lint docs fuzz bench serve example
 
 deps:
 	@./scripts/ensure-deps.sh
@@ -72,6 +72,11 @@ LINT_PATHS = Package.swift Sources Tests Fuzz Server/Package.swift Server/Source
 	Examples/SeedSDK/Sources Examples/SeedSDK/Tests
 lint:
 	$(SWIFT) format lint --strict -r $(LINT_PATHS)
+
+## The libraries' DocC catalogs, converted with the toolchain's docc over the debug build's symbol
+## graphs; fails on any warning. Archives in .build/docs. ARGS=--server adds the server's modules.
+docs: deps
+	SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/docs.sh $(ARGS)
 
 ## The sample backend of the seed's API on loopback (PORT=8080 by default).
 serve: deps

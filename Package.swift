@@ -1,6 +1,7 @@
 // swift-tools-version: 6.1
-// The library products, and nothing else: an app or SDK that depends on Flatland resolves GRDB
-// and no other package. The server and the command-line tool live in `Server/`, the benchmarks
+// The library products, and nothing else: an app or SDK that depends on Flatland resolves GRDB,
+// swift-log and swift-metrics (the two API packages of the logging and metrics it emits, no-op
+// until the app picks a backend) and no other package. The server and the command-line tool live in `Server/`, the benchmarks
 // in `Benchmarks/`, each a package of its own on this one by path (see "The package map" in the
 // README).
 import PackageDescription
@@ -17,7 +18,9 @@ let package = Package(
         .library(name: "FlatlandSync", targets: ["FlatlandSync"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0")
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -36,10 +39,20 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
-        .target(name: "FlatlandHTTP", dependencies: ["Flatland"]),
+        .target(
+            name: "FlatlandHTTP",
+            dependencies: [
+                "Flatland", .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
         .target(
             name: "FlatlandSync",
-            dependencies: ["Flatland", "FlatlandHTTP", "FlatlandSQLite", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "Flatland", "FlatlandHTTP", "FlatlandSQLite", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
         ),
         // Test-only: the process the SQLite crash tests kill mid-commit. No product names it.
         .executableTarget(
@@ -48,6 +61,17 @@ let package = Package(
                 "Flatland", "FlatlandJSON", "FlatlandSQLite", .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/FlatlandCrashHelper"
+        ),
+        // FlatlandHTTP and FlatlandSync over a transport of the test's own: logs, metrics, protocols, URLs.
+        .testTarget(
+            name: "FlatlandClientTests",
+            dependencies: [
+                "Flatland", "FlatlandJSON", "FlatlandHTTP", "FlatlandSync", "FlatlandSQLite",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
         ),
         .testTarget(name: "FlatlandJSONTests", dependencies: ["FlatlandJSON", "CFlatlandSIMD"]),
         .testTarget(name: "FlatlandTests", dependencies: ["Flatland", "FlatlandFixtures", "FlatlandSQLite"]),

@@ -49,6 +49,7 @@ let package = Package(
             dependencies: [
                 "FlatlandBench", "CAllocationCount",
                 .product(name: "FlatlandJSON", package: "Flatland"),
+                .product(name: "FlatlandServer", package: "FlatlandServer"),
                 .product(name: "FlatlandSync", package: "Flatland"),
             ]
         ),

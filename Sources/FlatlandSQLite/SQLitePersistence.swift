@@ -5,7 +5,7 @@ import GRDB
 
 /// A Flatland store's persistence in one SQLite file per `(user, environment)`.
 ///
-/// Give it to a ``Flatland/Store`` and the store survives restarts and crashes: every ingested
+/// Give it to a Flatland `Store` and the store survives restarts and crashes: every ingested
 /// batch is written in one transaction, and a store opened on an existing file loads records
 /// only as they are read, keeping at most ``cacheCapacity`` of them in memory.
 ///
@@ -374,7 +374,7 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
     /// checkpoint is queued on the writer's queue: the ingest returns as soon as the batch is
     /// committed, and the next write waits for the checkpoint only if it is still running.
     ///
-    /// - Throws: ``Flatland/StoreWriteError``: `persistence` with the ``SQLiteStoreError`` as its
+    /// - Throws: Flatland's `StoreWriteError`: `persistence` with the ``SQLiteStoreError`` as its
     ///   `underlying` error, `transactionWork` with the work's error, `unsupportedWork` for work
     ///   that is not an ``SQLiteTransactionWork``.
     public func write(_ batch: PersistedBatch, alongside work: (any StoreTransactionWork)?) throws(StoreWriteError) {

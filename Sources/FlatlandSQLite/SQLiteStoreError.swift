@@ -28,7 +28,7 @@ public struct SQLiteStoreError: Error, Hashable, CustomStringConvertible {
         /// The file is a SQLite database, but not a Flatland store. It was not changed.
         public static let notFlatland = Code(name: "notFlatland")
         /// The database is damaged (`SQLITE_CORRUPT`, or problems found by
-        /// ``SQLitePersistence/verify()``).
+        /// ``SQLitePersistence/verify(quick:)``).
         public static let corrupt = Code(name: "corrupt")
         /// The file was written by a newer Flatland, with a schema this one does not know.
         public static let newerSchema = Code(name: "newerSchema")

@@ -2,7 +2,7 @@ import Flatland
 import GRDB
 
 /// Rows a layer above the store writes in the same SQLite transaction as a commit to the
-/// entities: give it to ``Flatland/Store/commit(_:alongside:)``.
+/// entities: give it to Flatland's `Store.commit(_:alongside:)`.
 ///
 /// The closure runs inside the commit's transaction, after the change's own rows, on the
 /// writer's connection. Whatever it writes is committed with the change, or, if it throws (or
@@ -21,7 +21,7 @@ import GRDB
 ///
 /// Keep the work short and within the database: the store's writer waits for it (readers do
 /// not). It must not write to the store it is committing to (that fails with
-/// ``Flatland/StoreWriteError/Code-swift.struct/writeInsideCommit``), nor touch the store's own
+/// `StoreWriteError.Code.writeInsideCommit`), nor touch the store's own
 /// tables (`entities`, `entity_index`, `collections`, `collection_items`, `type_counts`):
 /// create tables of its own (`CREATE TABLE IF NOT EXISTS` inside the work is fine).
 public struct SQLiteTransactionWork: StoreTransactionWork {

@@ -62,3 +62,8 @@ func runBlocking<R: Sendable>(_ body: @escaping @Sendable () -> R) async -> R {
         DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: body()) }
     }
 }
+
+extension JSONValue {
+    /// A whole number, for the reports' JSON lines.
+    static func integer(_ value: Int) -> JSONValue { .number(JSONNumber(value)) }
+}

@@ -26,12 +26,12 @@ struct FlatlandBenchCommand: AsyncParsableCommand {
             }
         } catch let failure as CLIFailure {
             FileHandleOutput.standardError.write("error: \(failure.message)\n")
-            exit(failure.exitCode)
+            Foundation.exit(failure.exitCode)
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }
             // Usage problems exit 2, as `flatland`'s do.
             FileHandleOutput.standardError.write(fullMessage(for: error) + "\n")
-            exit(2)
+            Foundation.exit(2)
         }
     }
 }

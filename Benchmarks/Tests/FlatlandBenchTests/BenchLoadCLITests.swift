@@ -1,4 +1,5 @@
 import FlatlandJSON
+import FlatlandServer
 import Foundation
 import Testing
 
@@ -41,9 +42,13 @@ struct BenchLoadCLITests {
         #expect(FileManager.default.fileExists(atPath: file))
     }
 
-    @Test func aServerGivenByURL() throws {
-        let server = try TableServer()
-        let report = try load(["--url", server.url])
+    @Test func aServerGivenByURL() async throws {
+        let server = SampleServer(
+            configuration: .init(
+                port: 0, population: .init(users: 0), tables: TableServing(protocols: [.v1, .v2, .v3])))
+        let port = try await server.start()
+        defer { Task { await server.stop() } }
+        let report = try load(["--url", "http://127.0.0.1:\(port)"])
         #expect(report["storage"]?.stringValue == "external")
     }
 

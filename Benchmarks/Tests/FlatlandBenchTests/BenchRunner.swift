@@ -1,3 +1,4 @@
+import FlatlandJSON
 import Foundation
 
 /// What one run of the built `flatland-bench` printed.
@@ -63,4 +64,15 @@ final class Workspace {
     func write(_ name: String, _ text: String) throws {
         try Data(text.utf8).write(to: url.appendingPathComponent(name))
     }
+}
+
+/// A failure of a test's own making (an answer that is not what the test can read).
+struct TableTestFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// A JSON integer's value.
+func integer(_ value: JSONValue?) -> Int? {
+    value?.numberValue.flatMap { Int($0.text) }
 }

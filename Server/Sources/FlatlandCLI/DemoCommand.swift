@@ -104,12 +104,12 @@ struct DemoCommand: AsyncParsableCommand {
         }
 
         section("5. Three identical GETs at once: one request")
-        let before = server.knobs.requestCount("GET", "/devices")
+        let before = server.requestLog.count("GET", "/devices")
         let same = (0..<3).map { _ in session.launch(.get, "/devices?offset=0&count=6") }
         tasks.append(same[0])
         for task in same { _ = try await task.value }
         print(
-            "  \(Set(same.map(\.id)).count) task, \(server.knobs.requestCount("GET", "/devices") - before) request to the server"
+            "  \(Set(same.map(\.id)).count) task, \(server.requestLog.count("GET", "/devices") - before) request to the server"
         )
 
         section("6. The store")
@@ -140,7 +140,7 @@ struct DemoCommand: AsyncParsableCommand {
 
         section("9. Logout wipes the session's store")
         await session.logout()
-        print("  records after logout: \(session.store.count); the server had \(server.knobs.totalRequests) requests")
+        print("  records after logout: \(session.store.count); the server had \(server.requestLog.total) requests")
     }
 
     /// The speed comparison lives in the benchmark package, not in the shipped tool.

@@ -30,7 +30,7 @@ struct FlatlandCommand: AsyncParsableCommand {
             }
         } catch let failure as CLIFailure {
             FileHandleOutput.standardError.write("error: \(failure.message)\n")
-            Glibc.exit(failure.exitCode)
+            LibC.exit(failure.exitCode)
         } catch {
             let code = exitCode(for: error)
             if code == .success {
@@ -38,7 +38,7 @@ struct FlatlandCommand: AsyncParsableCommand {
             }
             // Usage problems exit 2, as the command-line contract says.
             FileHandleOutput.standardError.write(fullMessage(for: error) + "\n")
-            Glibc.exit(2)
+            LibC.exit(2)
         }
     }
 }
@@ -61,7 +61,7 @@ enum FileHandleOutput {
         text.withUTF8 { buffer in
             var offset = 0
             while offset < buffer.count {
-                let n = Glibc.write(
+                let n = LibC.write(
                     self == .standardOutput ? 1 : 2, buffer.baseAddress! + offset, buffer.count - offset)
                 if n <= 0 { return }
                 offset += n

@@ -18,6 +18,8 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var logging: LogLevelOption
+
     @Option(help: "The port (0 picks a free one).")
     var port = 8080
 
@@ -33,8 +35,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds a request's head may take once its first byte has arrived.")
     var headerTimeout = 10.0
 
-    @Option(help: "Seconds a connection may stay idle (no request in progress, nothing received).")
+    @Option(
+        help: "Seconds a connection may stay idle (no request in progress, nothing left to write, nothing received).")
     var idleTimeout = 60.0
+
+    @Option(help: "Seconds a request's body may take to arrive once its head has, however it trickles in.")
+    var bodyTimeout = 30.0
+
+    @Option(help: "Seconds a response may wait for a client that stops reading it before the connection is closed.")
+    var writeTimeout = 30.0
 
     @Option(help: "The most connections open at once; past it new ones are closed.")
     var maxConnections = 512
@@ -72,6 +81,44 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The table protocol versions served at once, comma-separated: v1, v2, v3.")
     var tableProtocols = "v2,v3"
 
+    @Option(
+        help: """
+            A JSON file declaring tables' fields and types (see the README): each table it names is served \
+            (with its --tables access, if listed there) and keeps its fields in typed columns.
+            """)
+    var tableSchemas: String?
+
+    /// The tables `--table-schemas` declares, in the file's order (empty without the option).
+    func declaredTables() throws -> [(name: String, declaration: TableSchema.Declaration)] {
+        guard let tableSchemas else { return [] }
+        guard let data = FileManager.default.contents(atPath: tableSchemas) else {
+            throw ValidationError("--table-schemas: cannot read '\(tableSchemas)'")
+        }
+        do {
+            return try TableSchema.parseFile(Array(data))
+        } catch {
+            throw ValidationError("--table-schemas: \(error.message)")
+        }
+    }
+
+    @Option(
+        help: """
+            Rows in a page of a table query, in every protocol (a larger $top gets a page and a next link);             by default 100 in v3 (Datasync) and 50 in v1 and v2.
+            """)
+    var tablesPageSize: Int?
+
+    @Option(
+        help: """
+            The largest $top a table query may ask for, in every protocol (more is a 400); by default 128000             in v3 and 1000 in v1 and v2.
+            """)
+    var tablesMaxTop: Int?
+
+    @Option(
+        help: """
+            The server's address as clients reach it (http[s]://HOST[:PORT][/PATH]): Location and Link headers             are built on it. By default the address the server listens on; never the request's Host header.
+            """)
+    var publicURL: String?
+
     /// The tables `--tables` gives: `NAME` or `NAME:ACCESS`, in order.
     var tableSpecs: [(name: String, access: String?)] {
         tables.split(separator: ",", omittingEmptySubsequences: false).map { item in
@@ -96,9 +143,23 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 
-    /// The tables `--tables` declares (valid once ``validate()`` passed).
+    /// The tables `--tables` and `--table-schemas` declare (valid once ``validate()`` passed).
     var tableDefinitions: [TableDefinition] {
-        tableSpecs.map { TableDefinition(name: $0.name, access: $0.access.flatMap(Self.access) ?? .anonymous) }
+        let declared = (try? declaredTables()) ?? []
+        var tables = tableSpecs.map { spec in
+            var table = TableDefinition(name: spec.name, access: spec.access.flatMap(Self.access) ?? .anonymous)
+            if let declaration = declared.first(where: { $0.name.lowercased() == spec.name.lowercased() })?.declaration
+            {
+                table.schema = declaration.schema
+                table.softDelete = declaration.softDelete
+            }
+            return table
+        }
+        for (name, declaration) in declared where !tables.contains(where: { $0.name.lowercased() == name.lowercased() })
+        {
+            tables.append(TableDefinition(name: name, softDelete: declaration.softDelete, schema: declaration.schema))
+        }
+        return tables
     }
 
     /// The versions `--table-protocols` gives, or nil when one is unknown.
@@ -114,8 +175,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         for (name, seconds) in [
-            ("--header-timeout", headerTimeout), ("--idle-timeout", idleTimeout),
-            ("--pending-session-lifetime", pendingSessionLifetime),
+            ("--header-timeout", headerTimeout), ("--idle-timeout", idleTimeout), ("--body-timeout", bodyTimeout),
+            ("--write-timeout", writeTimeout), ("--pending-session-lifetime", pendingSessionLifetime),
         ] where !(seconds > 0 && seconds <= 86_400 * 365) {
             throw ValidationError("\(name) must be a number of seconds above 0 (at most a year)")
         }
@@ -142,6 +203,15 @@ struct ServeCommand: AsyncParsableCommand {
         guard Set(tableNames.map { $0.lowercased() }).count == tableNames.count else {
             throw ValidationError("--tables names a table twice")
         }
+        _ = try declaredTables()
+        if let tablesPageSize, tablesPageSize < 1 {
+            throw ValidationError("--tables-page-size must be at least 1")
+        }
+        if let tablesMaxTop, tablesMaxTop < 1 { throw ValidationError("--tables-max-top must be at least 1") }
+        if let publicURL, TableServing.publicURL(publicURL) == nil {
+            throw ValidationError(
+                "--public-url: '\(publicURL)' is not http[s]://HOST[:PORT][/PATH] (no query, fragment or user)")
+        }
         guard protocolVersions != nil else {
             throw ValidationError("--table-protocols takes a comma list of v1, v2 and v3, not '\(tableProtocols)'")
         }
@@ -152,15 +222,19 @@ struct ServeCommand: AsyncParsableCommand {
             headerTimeout: .milliseconds(Int64(headerTimeout * 1000)),
             idleTimeout: .milliseconds(Int64(idleTimeout * 1000)), maxConnections: maxConnections,
             maxPendingSessions: maxPendingSessions,
-            pendingSessionLifetime: .milliseconds(Int64(pendingSessionLifetime * 1000)))
+            pendingSessionLifetime: .milliseconds(Int64(pendingSessionLifetime * 1000)),
+            bodyTimeout: .milliseconds(Int64(bodyTimeout * 1000)),
+            writeTimeout: .milliseconds(Int64(writeTimeout * 1000)))
         var tableServing = TableServing(
             tables: tableDefinitions, storage: tablesDb.map(TableServing.Storage.init),
-            protocols: protocolVersions ?? [.v2, .v3], maxBodyBytes: tablesMaxBody)
+            protocols: protocolVersions ?? [.v2, .v3], pageSize: tablesPageSize, maxTop: tablesMaxTop,
+            maxBodyBytes: tablesMaxBody, publicURL: publicURL)
         tableServing.idempotencyTTL = .milliseconds(Int64((tablesIdempotencyTtl * 1000).rounded()))
-        let server = SampleServer(
-            configuration: .init(
-                host: host, port: port, population: .init(users: users, seed: seed), limits: limits,
-                tables: tableServing))
+        var configuration = SampleServer.Configuration(
+            host: host, port: port, population: .init(users: users, seed: seed), limits: limits,
+            tables: tableServing)
+        if let logger = logging.logger("flatland.server") { configuration.logger = logger }
+        let server = SampleServer(configuration: configuration)
         let counts = "\(server.state.userIDs.count) users, \(server.state.deviceIDs.count) devices"
         let host = self.host
         do {

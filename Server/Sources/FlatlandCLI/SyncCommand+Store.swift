@@ -5,6 +5,7 @@ import FlatlandJSON
 import FlatlandSQLite
 import FlatlandSync
 import Foundation
+import Logging
 
 /// The store file of `flatland local` and `flatland sync`: whatever user and environment the
 /// session names, its store is the one SQLite file given with `--store`, created if needed.
@@ -34,7 +35,9 @@ struct OfflineStore {
     /// (a placeholder for the local-only commands) speaking `version`.
     ///
     /// - Throws: ``CLIFailure`` (exit 1) when the file cannot be opened or is not a store.
-    static func open(path: String, baseURL: URL?, protocol version: TableProtocol) async throws -> OfflineStore {
+    static func open(
+        path: String, baseURL: URL?, protocol version: TableProtocol, logger: Logger? = nil
+    ) async throws -> OfflineStore {
         guard !path.isEmpty else { throw CLIFailure.usage("--store: the file name is empty") }
         let file = URL(fileURLWithPath: path).standardizedFileURL.path
         let session: Session
@@ -43,6 +46,7 @@ struct OfflineStore {
                 name: "sync", baseURL: baseURL ?? URL(string: "http://127.0.0.1")!, allowInsecureHTTP: true)
             var configuration = Backend.Configuration()
             configuration.addTableHeaders(protocol: version)
+            if let logger { configuration.logger = logger }
             session = try Session(
                 user: "flatland-sync", environment: environment, storage: .persistent(StoreFileStorage(path: file)),
                 configuration: configuration)

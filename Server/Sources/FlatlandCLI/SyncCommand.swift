@@ -28,7 +28,7 @@ struct SyncCommand: AsyncParsableCommand {
             The options belong before the verb; push, pull and reconcile need --url (the tables are at <url>/tables/<name>).
 
             push: sends the queue in order, in batches of --batch-size (default 100) when the server advertises them (GET /tables/$capabilities; --batch never, or a server without them, sends one request per operation), every write with its Idempotency-Key, and prints one line per operation sent, whichever way it went: {"sequence":…,"table":…,"id":…,"kind":…,"status":HTTP,"result":"ok|conflict|error|resolved|uncertain"} (status null when no answer came). --on-conflict (default fail): client-wins resends the local row over the server's version, server-wins takes the server's row and drops the operation (both print resolved); fail leaves the operation in the queue, failed, with the server's row. An update of a row the server no longer has (404, 410) is a conflict too: server-wins removes the row locally, client-wins inserts it again under its id. An insert whose answer was lost, in a table whose server assigns the ids (--server-ids) and does not advertise idempotency keys, is not sent again: it prints result uncertain (every push, until settle or cancel) and the push exits 3.
-            pull NAME: with --query-id, incremental and resumable (a delta token per table and query id); without, a full read of the query. --filter is OData text passed as written; --page-size defaults to 50 (v1 and v2; a v3 server pages with its own size and next links, as the Datasync clients expect). Queued operations are pushed first (as push without --on-conflict); when that leaves any in the queue the pull is cancelled. Prints {"table":…,"pages":…,"rows":…,"deleted":…,"skipped":…,"token":…} at the end (rows: received from the server; deleted: removed locally; skipped: left alone for their queued operations); progress goes to stderr.
+            pull NAME: with --query-id, incremental and resumable (a delta token per table and query id); without, a full read of the query. --filter is OData text passed as written; --page-size defaults to 50 ($top in every protocol; the pull pages by the key (updatedAt, id) and follows the server's next links). Queued operations are pushed first (as push without --on-conflict); when that leaves any in the queue the pull is cancelled. Prints {"table":…,"pages":…,"rows":…,"deleted":…,"skipped":…,"token":…} at the end (rows: received from the server; deleted: removed locally; skipped: left alone for their queued operations); progress goes to stderr.
             reconcile NAME: removes the local rows the server no longer has (hard-deleted there, which a pull never sees), except rows with queued operations; --by listing (the default) reads the table's ids in one $select=id listing, --by get asks for each row. Prints {"table":…,"checked":…,"removed":…}.
             purge NAME: drops the table's rows, operations and delta tokens; refused while it has queued operations unless --force. With --query-id, resets that query's delta token only.
             pending: the queue, one operation per line in order: {"sequence":…,"table":…,"id":…,"kind":…,"state":…}; state is pending (queued), attempted (sent, its answer not in: the server may have it), failed (answered with an error or a conflict) or uncertain (an insert whose server assigns the id and whose answer was lost, held because sending it again could make a second row).
@@ -41,6 +41,8 @@ struct SyncCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var storeOptions: StoreOptions
+
+    @OptionGroup var logging: LogLevelOption
 
     @Option(help: "The server's base URL (http or https); push, pull and reconcile need it.")
     var url: String?
@@ -63,7 +65,8 @@ struct SyncCommand: AsyncParsableCommand {
             throw CLIFailure.usage("\(verb) talks to the server: give --url before the verb")
         }
         let store = try await OfflineStore.open(
-            path: storeOptions.store, baseURL: baseURL, protocol: storeOptions.tableProtocol)
+            path: storeOptions.store, baseURL: baseURL, protocol: storeOptions.tableProtocol,
+            logger: logging.logger("flatland.sync"))
         try await store.run { store in try await action.perform(on: store.sync) }
     }
 }

@@ -54,6 +54,8 @@ struct TableCommand: AsyncParsableCommand {
     @Option(help: "The app key, sent as X-ZUMO-APPLICATION on every request.")
     var appKey: String?
 
+    @OptionGroup var logging: LogLevelOption
+
     @Option(
         help:
             "v1 only: the system properties to return, * or a comma list (updatedAt,deleted or __updatedAt,__deleted).")
@@ -103,7 +105,7 @@ struct TableCommand: AsyncParsableCommand {
         } catch {
             let failure = output.failure(error, verb: verb)
             // 3: the line on stdout says it all.
-            if failure.exitCode == 3 { Glibc.exit(3) }
+            if failure.exitCode == 3 { LibC.exit(3) }
             throw failure
         }
     }
@@ -124,6 +126,7 @@ struct TableCommand: AsyncParsableCommand {
         }
         var configuration = Backend.Configuration()
         configuration.addTableHeaders(protocol: version, appKey: version == .v1 ? appKey : nil)
+        if let logger = logging.logger("flatland.table") { configuration.logger = logger }
         let session = Session(user: "flatland-table", environment: environment, configuration: configuration)
         return UntypedTable(
             name, session: session, options: TableOptions(protocol: version, systemProperties: try systemPropertySet()))

@@ -107,7 +107,7 @@ public enum TableFault: Sendable, Hashable {
     /// The request is served after waiting `duration`.
     case delay(Duration)
 
-    var underlying: TableFaults.Fault {
+    var underlying: InjectedTableFault {
         switch self {
         case .loseResponse: .loseResponse
         case .fail(let status, let retryAfter): .fail(status: status, retryAfter: retryAfter)
@@ -125,8 +125,13 @@ public struct ServerTestError: Error, CustomStringConvertible {
 }
 
 extension SampleServer {
-    /// This server's test controls.
-    public var testControls: ServerTestControls { ServerTestControls(server: self) }
+    /// This server's test controls. They are installed the first time they are asked for and
+    /// see the requests that arrive from then on (a server no test touched has none).
+    public var testControls: ServerTestControls {
+        _ = knobs
+        _ = tableFaults
+        return ServerTestControls(server: self)
+    }
 }
 
 extension ServerTestControls {
@@ -143,4 +148,13 @@ extension ServerTestControls {
     /// Drops the PostgreSQL schema the tables live in, with everything in it (a schema made for
     /// one test or benchmark run); nothing for SQLite.
     public func dropTablesSchema() async throws { try await server.dropTablesSchema() }
+}
+
+extension SampleServer {
+    /// This server's request controls, installed on first use (a server no test touched has
+    /// none). Package-wide: the Server package's own tests use them directly.
+    package var knobs: ServerKnobs { hooks.request { ServerKnobs(log: requestLog) } }
+
+    /// The faults injected into this server's table routes, installed on first use.
+    package var tableFaults: TableFaults { hooks.table { TableFaults() } }
 }

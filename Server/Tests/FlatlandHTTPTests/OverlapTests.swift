@@ -1,5 +1,6 @@
 import Flatland
 import FlatlandFixtures
+import FlatlandServerTesting
 import Foundation
 import Testing
 

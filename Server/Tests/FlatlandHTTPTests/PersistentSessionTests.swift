@@ -3,6 +3,7 @@ import FlatlandFixtures
 import FlatlandHTTP
 import FlatlandSQLite
 import FlatlandServer
+import FlatlandServerTesting
 import Foundation
 import Testing
 

@@ -2,6 +2,7 @@ import Flatland
 import FlatlandFixtures
 import FlatlandHTTP
 import FlatlandServer
+import FlatlandServerTesting
 import Foundation
 import Testing
 
@@ -81,6 +82,7 @@ struct PolicyTests {
                 return response
             }
             let session = makeSession(environment, configuration: .init(filters: [a, b]))
+            _ = server.knobs  // the controls see requests from their installation on
             let token = server.state.seededSessionTokens[0]
             session.credentials.token = token
             let task = session.launch(.get, "/user/me")

@@ -2,6 +2,7 @@ import Flatland
 import FlatlandFixtures
 import FlatlandHTTP
 import FlatlandServer
+import FlatlandServerTesting
 import Foundation
 import Testing
 

@@ -2,6 +2,7 @@ import Flatland
 import FlatlandFixtures
 import FlatlandJSON
 import FlatlandServer
+import FlatlandServerTesting
 import Testing
 
 /// What a client can make the server keep: unconfirmed sessions and the test knobs' per-path
@@ -64,6 +65,7 @@ struct BoundsTests {
     func knobTablesAreBounded() async throws {
         let limits = SampleServer.Limits(trackedPaths: 16)
         try await withServer(.init(population: .init(users: 2), limits: limits)) { server, port in
+            _ = server.knobs  // the controls see requests from their installation on
             let devices = try await request(port: port, "GET", "/devices")
             #expect(devices.status == 200)
             for i in 0..<200 {

@@ -146,7 +146,10 @@ import Testing
                 if version == "3.0.0" {
                     guard case .array(let a)? = body["items"] else { Issue.record("no items"); return }
                     items = a
-                    next = body["nextLink"]?.stringValue
+                    // Datasync's nextLink is a query string, for the table's own URL.
+                    next = body["nextLink"]?.stringValue.map {
+                        $0.hasPrefix("http") ? $0 : "/tables/todoitem?" + $0
+                    }
                 } else {
                     guard case .array(let a) = body else { Issue.record("not an array"); return }
                     items = a
@@ -156,20 +159,26 @@ import Testing
                 seen += items.compactMap { $0["id"]?.stringValue }
                 pages += 1
             }
-            #expect(pages == 3)
+            // Pages of 100 in v3 (Datasync's default), of 50 in v2 (the Node server's).
+            #expect(pages == (version == "3.0.0" ? 2 : 3))
             #expect(seen == (0..<123).map { "r\($0)" })
         }
     }
 
     @Test(arguments: TestStorage.all)
-    func topUpToTheMaximumIsOneResponseAndMoreIsA400(_ kind: TestStorage) async throws {
+    func topUpToTheMaximumIsAcceptedAndMoreIsA400(_ kind: TestStorage) async throws {
         let c = try await client(kind)
         for i in 0..<60 { _ = await c.send("POST", "/tables/todoitem", #"{"id":"r\#(i)"}"#) }
+        // A $top above the page size gets a page and a link to the rest (as the Node server).
         let all = await c.send("GET", "/tables/todoitem?$top=1000&$inlinecount=allpages")
         #expect(try json(all)["count"] == .number(JSONNumber(60)))
         guard case .array(let rows)? = try json(all)["results"] else { Issue.record("no results"); return }
-        #expect(rows.count == 60)
-        #expect(header(all, "Link") == nil)
+        #expect(rows.count == 50)
+        #expect(header(all, "Link")?.contains("$skip=50&$top=950") == true)
+        let rest = await c.send("GET", "/tables/todoitem?$top=950&$skip=50")
+        guard case .array(let others) = try json(rest) else { Issue.record("not an array"); return }
+        #expect(others.count == 10)
+        #expect(header(rest, "Link") == nil)
         #expect(await c.send("GET", "/tables/todoitem?$top=1001").status == 400)
         #expect(await c.send("GET", "/tables/todoitem?$skip=-1").status == 400)
         #expect(await c.send("GET", "/tables/todoitem?$filter=frob(x)").status == 400)
@@ -280,8 +289,10 @@ import Testing
     }
 
     @Test(arguments: TestStorage.all)
-    func pagesAre50WithoutTopAndLinkOnlyWhenFullAndMoreRemain(_ kind: TestStorage) async throws {
+    func pagesAreTheProtocolsSizeAndLinkOnlyWhenFullAndMoreRemain(_ kind: TestStorage) async throws {
         for version in ["2.0.0", "3.0.0"] {
+            // 50 rows in v2 (the Node server's page), 100 in v3 (Datasync's).
+            let size = version == "3.0.0" ? 100 : 50
             let c = try await client(kind, version)
             func page(_ path: String) async throws -> (ids: [String], next: String?) {
                 let reply = await c.send("GET", path)
@@ -294,24 +305,24 @@ import Testing
                 }
                 return (body.items.compactMap { $0["id"]?.stringValue }, header(reply, "Link"))
             }
-            for i in 0..<50 { _ = await c.send("POST", "/tables/todoitem", #"{"id":"r\#(i + 10)"}"#) }
+            for i in 0..<size { _ = await c.send("POST", "/tables/todoitem", #"{"id":"r\#(i + 100)"}"#) }
             // Exactly one full page, nothing more: no link.
             let full = try await page("/tables/todoitem")
-            #expect(full.ids.count == 50)
+            #expect(full.ids.count == size)
             #expect(full.next == nil)
-            _ = await c.send("POST", "/tables/todoitem", #"{"id":"r60"}"#)
+            _ = await c.send("POST", "/tables/todoitem", #"{"id":"r\#(size + 100)"}"#)
             let first = try await page("/tables/todoitem")
-            #expect(first.ids.count == 50)
+            #expect(first.ids.count == size)
             let next = try #require(first.next)
-            #expect(next.contains("$skip=50"))
-            // A $top up to the maximum: that many rows, in one response, without a link.
-            let top = try await page("/tables/todoitem?$top=51")
-            #expect(top.ids.count == 51)
-            #expect(top.next == nil)
-            #expect(try await page("/tables/todoitem?$top=10").ids == (10..<20).map { "r\($0)" })
+            #expect(next.contains("$skip=\(size)"))
+            // A $top above the page: a page, and a link for what remains of the $top.
+            let top = try await page("/tables/todoitem?$top=\(size + 1)")
+            #expect(top.ids.count == size)
+            #expect(top.next?.contains("$skip=\(size)&$top=1") == true)
+            #expect(try await page("/tables/todoitem?$top=10").ids == (100..<110).map { "r\($0)" })
             // The last page, short: no link.
-            let last = try await page("/tables/todoitem?$skip=50")
-            #expect(last.ids == ["r60"])
+            let last = try await page("/tables/todoitem?$skip=\(size)")
+            #expect(last.ids == ["r\(size + 100)"])
             #expect(last.next == nil)
         }
     }
@@ -353,14 +364,17 @@ import Testing
     }
 
     @Test(arguments: TestStorage.all)
-    func v1TakesTheVersionFromItsPrefixedNameAndIgnoresOtherSystemProperties(_ kind: TestStorage) async throws {
+    func v1TakesTheVersionFromItsPrefixedNameAndRefusesOtherSystemProperties(_ kind: TestStorage) async throws {
         let c = try await client(kind, nil, protocols: [.v1])
         let created = await c.send("POST", "/tables/todoitem?__systemproperties=*", #"{"id":"a","text":"x"}"#)
         let version = try #require(try json(created)["__version"]?.stringValue)
         _ = await c.send("PATCH", "/tables/todoitem/a", #"{"text":"y"}"#)
+        // v1 refuses the server's other system properties in a body (as Mobile Services did).
+        let createdAt = await c.send(
+            "PATCH", "/tables/todoitem/a", #"{"text":"z","__createdAt":"2000-01-01T00:00:00Z"}"#)
+        #expect(createdAt.status == 400)
         let stale = await c.send(
-            "PATCH", "/tables/todoitem/a?__systemproperties=__version",
-            #"{"text":"z","__version":"\#(version)","__createdAt":"2000-01-01T00:00:00Z"}"#)
+            "PATCH", "/tables/todoitem/a?__systemproperties=__version", #"{"text":"z","__version":"\#(version)"}"#)
         #expect(stale.status == 409)
         #expect(try json(stale)["text"] == .string("y"))
         #expect(try json(stale)["__version"]?.stringValue != version)

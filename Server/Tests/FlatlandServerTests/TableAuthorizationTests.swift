@@ -151,6 +151,59 @@ struct TableAuthorizationTests {
         }
     }
 
+    @Test(arguments: TestStorage.all, Sender.allCases)
+    func conditionalRequestsAndPageLinksKeepEachUsersRows(_ kind: TestStorage, _ sender: Sender) async throws {
+        try await withServer(on: kind, Self.configuration) { server, port in
+            let owner = Sender.owner.token(server)
+            // More rows than a page of either protocol (50 in v2, 100 in v3).
+            let operations = (0..<110).map {
+                #"{"method":"POST","table":"perUser","body":{"id":"r\#($0)","text":"secret"}}"#
+            }
+            let filled = try await request(
+                port: port, "POST", "/tables/$batch", token: owner,
+                body: #"{"operations":[\#(operations.joined(separator: ","))]}"#, headers: Self.v2)
+            #expect(filled.status == 200)
+            let tag = try #require(
+                try await request(port: port, "GET", "/tables/perUser/r0", token: owner, headers: Self.v2)
+                    .headers["etag"])
+            let token = sender.token(server)
+            let refused = sender == .wrongToken || sender == .nobody ? 401 : sender == .otherUser ? 404 : nil
+            // If-Match on a read, If-None-Match on each write: only the owner meets the row.
+            let read = try await request(
+                port: port, "GET", "/tables/perUser/r0", token: token,
+                headers: Self.v2.merging(["If-Match": "\"AAAAAAAPQj8=\""]) { $1 })
+            #expect(read.status == (refused ?? 412), "\(sender)")
+            for method in ["PUT", "PATCH", "DELETE"] {
+                let write = try await request(
+                    port: port, method, "/tables/perUser/r0", token: token, body: method == "DELETE" ? nil : "{}",
+                    headers: Self.v2.merging(["If-None-Match": "*"]) { $1 })
+                #expect(write.status == (refused ?? 412), "\(method) as \(sender)")
+                #expect(!String(decoding: write.body, as: UTF8.self).contains("secret") || sender == .owner)
+            }
+            // The next page's link, followed by anyone, shows only their own rows.
+            for version in ["2.0.0", "3.0.0"] {
+                let first = try await request(
+                    port: port, "GET", "/tables/perUser?$top=1000", token: owner,
+                    headers: ["ZUMO-API-VERSION": version])
+                let link =
+                    version == "2.0.0"
+                    ? first.headers["link"].map { String($0.dropFirst().prefix { $0 != ">" }) }
+                    : first.json?["nextLink"]?.stringValue
+                let query = try #require(link?.split(separator: "?", maxSplits: 1).last.map(String.init))
+                let next = try await request(
+                    port: port, "GET", "/tables/perUser?" + query, token: token, headers: ["ZUMO-API-VERSION": version])
+                if let refused, refused == 401 {
+                    #expect(next.status == 401)
+                } else {
+                    let rows = version == "2.0.0" ? next.json?.items : next.json?["items"]?.items
+                    #expect((rows ?? []).isEmpty == (sender == .otherUser), "\(version) as \(sender)")
+                }
+            }
+            let still = try await request(port: port, "GET", "/tables/perUser/r0", token: owner, headers: Self.v2)
+            #expect(still.headers["etag"] == tag)
+        }
+    }
+
     @Test(arguments: TestStorage.all)
     func anUnconfirmedRegistrationIsA403WhereATokenIsNeededAndXZumoAuthCarriesATokenToo(_ kind: TestStorage)
         async throws

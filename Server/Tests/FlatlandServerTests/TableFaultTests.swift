@@ -1,5 +1,6 @@
 import FlatlandJSON
 import FlatlandServer
+import FlatlandServerTesting
 import Foundation
 import Testing
 

@@ -2,6 +2,7 @@ import Flatland
 import FlatlandHTTP
 import FlatlandJSON
 import FlatlandServer
+import FlatlandServerTesting
 import FlatlandSync
 import Foundation
 import Synchronization

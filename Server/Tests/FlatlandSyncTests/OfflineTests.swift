@@ -284,12 +284,15 @@ struct OfflineTests {
             #expect(await writer.sync.push().succeeded)
 
             let target = reader.sync.table("todoitem")
-            let first = try await target.pull(queryID: "all")
+            // The official clients' paging, kept byte for byte as an option.
+            let official = PullOptions(paging: .officialClients)
+            let first = try await target.pull(queryID: "all", options: official)
             // A raised token reads the rows at a page's boundary again: `ge` (the v2 clients' rule)
             // includes the token's own row, and the filter's dates are written to the
             // millisecond (v3) or 100 ns, so rows in the same millisecond come again. Never fewer.
             #expect((120...124).contains(first.rows), "\(first)")
-            #expect(first.pages >= 3, "\(first)")
+            // Pages of 50 (v1, v2: the client's), or of the server's 100 (v3).
+            #expect(first.pages >= (version == .v3 ? 2 : 3), "\(first)")
             #expect(target.rows().count == 120)
             #expect(first.token != nil)
             // Pages (each with its own filter) leave no endpoint collection behind to grow.
@@ -329,9 +332,50 @@ struct OfflineTests {
             try source.update(["id": "r5", "text": "changed"])
             try source.delete("r6")
             #expect(await writer.sync.push().succeeded)
-            let second = try await target.pull(queryID: "all")
+            let second = try await target.pull(queryID: "all", options: official)
             #expect(second.rows <= 2 + sameMillisecond, "\(second), \(sameMillisecond) rows in the last millisecond")
             #expect(second.deleted == 1)
+            #expect(target.lookup("r5")?.text("text") == "changed")
+            #expect(target.lookup("r6") == nil)
+            #expect(target.rows().count == 119)
+            await writer.close()
+            await reader.close()
+        }
+    }
+
+    /// The default paging, by key: every row once, the second pull exactly what changed, on
+    /// the Flatland server in each protocol.
+    @Test(arguments: [TableProtocol.v1, .v2, .v3])
+    func anIncrementalPullByKeyBringsExactlyWhatChanged(_ version: TableProtocol) async throws {
+        try await withSyncServer { _, port in
+            let writer = try Device(port: port, protocol: version)
+            let log = RequestLog()
+            let reader = try Device(port: port, protocol: version, log: log)
+            defer {
+                writer.remove()
+                reader.remove()
+            }
+            let source = writer.sync.table("todoitem")
+            for i in 0..<120 { try source.insert(["id": .string("r\(i)"), "text": .string("row \(i)")]) }
+            #expect(await writer.sync.push().succeeded)
+
+            let target = reader.sync.table("todoitem")
+            let first = try await target.pull(queryID: "all")
+            #expect(first.rows == 120, "\(first)")
+            #expect(first.pages == 4, "\(first)")  // 50, 50, 20, and the empty page after the key
+            #expect(target.rows().count == 120)
+            #expect(first.tokenID != nil)
+            let updatedName = version == .v1 ? "__updatedAt" : "updatedAt"
+            let second = try #require(log.requests.dropFirst().first?.url.query)
+            #expect(second.contains("$filter=((\(updatedName)%20ge%20"))
+            #expect(second.contains("$orderby=\(updatedName)"))
+
+            try source.update(["id": "r5", "text": "changed"])
+            try source.delete("r6")
+            #expect(await writer.sync.push().succeeded)
+            let again = try await target.pull(queryID: "all")
+            #expect(again.rows == 2, "\(again)")
+            #expect(again.deleted == 1)
             #expect(target.lookup("r5")?.text("text") == "changed")
             #expect(target.lookup("r6") == nil)
             #expect(target.rows().count == 119)

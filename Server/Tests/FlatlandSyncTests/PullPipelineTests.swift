@@ -77,8 +77,8 @@ struct PullPipelineTests {
                 })
             let pulled = try await sync.table("todoitem").pull(queryID: "all", pageSize: 5)
             #expect(overlapped.withLock { $0 } == true)
-            #expect(pulled.pages == 3)  // 0–4, 4–8, 8–11: each page starts at the last one's newest row
-            #expect(pulled.rows == 14)
+            #expect(pulled.pages == 4)  // 0–4, 5–9, 10–11, and the empty page after the key
+            #expect(pulled.rows == 12)
             #expect(session.store.count(prefix: TableRowID.prefix(forTable: "todoitem")) == 12)
             await session.close()
         }
@@ -127,7 +127,7 @@ struct PullPipelineTests {
             #expect(own.count == 1)
 
             let todos = sync.table("todoitem")
-            let pulled = try await todos.pull(queryID: "all", pageSize: 2)
+            let pulled = try await todos.pull(queryID: "all", pageSize: 1)
             #expect(pulled.pages > 64)
             #expect(session.store.collections(kind: .task).map(\.displayIdentifier) == own)
 

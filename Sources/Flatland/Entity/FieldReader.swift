@@ -219,14 +219,14 @@ public struct FieldReader {
         } while depth > 0
     }
 
-    /// Reads one whole value as a ``JSONValue``. A nested entity (which the ingest stored as a
+    /// Reads one whole value as a `JSONValue`. A nested entity (which the ingest stored as a
     /// record of its own) becomes its id, as a string: a typed entity's `JSONValue` field holds
     /// plain ids, and an object the server sent is kept exactly as it was, `{"$ref": …}` too.
     public mutating func readJSONValue() throws(FieldError) -> JSONValue {
         try readJSONValue(untyped: false)
     }
 
-    /// Reads one whole value as a ``JSONValue``; for an untyped record when `untyped` is set:
+    /// Reads one whole value as a `JSONValue`; for an untyped record when `untyped` is set:
     /// a nested entity then becomes `{"$ref": id}`, and an object whose only member is `$ref`
     /// (or `$$ref`, `$$$ref`, …) gets one more `$` in front of that key, so that `{"$ref": …}`
     /// in an untyped record is always a reference (see ``EntityRecord/Payload/untyped(_:)``).

@@ -7,10 +7,10 @@ import FlatlandJSON
 #endif
 
 /// A type that a declared field can hold: it decodes from a ``FieldReader`` and encodes with
-/// the one ``JSONWriter``, and decoding what it encoded gives the same value.
+/// FlatlandJSON's one `JSONWriter`, and decoding what it encoded gives the same value.
 ///
 /// Flatland provides conformances for `String`, `Bool`, the integer types, `Double`, `Float`,
-/// `Decimal`, `Date` (ISO 8601 with fractional seconds), `URL`, ``EntityID``, ``JSONValue``,
+/// `Decimal`, `Date` (ISO 8601 with fractional seconds), `URL`, ``EntityID``, `JSONValue`,
 /// `Optional`, `Array`, and raw-value enums (declare `enum Kind: String, FieldValue {}`).
 /// Nested value structs conform through ``FieldRecord``.
 public protocol FieldValue: Sendable, Equatable {

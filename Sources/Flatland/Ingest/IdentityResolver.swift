@@ -175,7 +175,7 @@ public struct RuleResolver: IdentityResolver {
     /// The id key of the first rule for `prefix`.
     public func idKey(forPrefix prefix: String) -> String? { rules.first { $0.prefix == prefix }?.idKey }
 
-    /// (The ingestor asks a ``ParentKeyFilter`` made from the rules instead, once per object.)
+    /// (The ingestor asks a `ParentKeyFilter` made from the rules instead, once per object.)
     public func mayIdentify(parentKey: String?, isNested: Bool, endpoint: String?) -> Bool {
         rules.contains { $0.allows(parentKey: parentKey, isNested: isNested, endpoint: endpoint) }
     }

@@ -1,5 +1,5 @@
 /// A response read to its end, not yet in any store: what ``Ingestor/finish()`` hands back for
-/// ``Store/commit(_:)`` to apply, all of it or nothing.
+/// ``Store/commit(_:removing:alongside:)`` to apply, all of it or nothing.
 ///
 /// ``Store/ingest(_:endpoint:taskID:options:)`` does both steps; the two-step form lets a
 /// caller that streams a response (the HTTP layer) decide when to write it. A batch is committed
@@ -7,9 +7,9 @@
 ///
 /// A batch may be handed to another task to commit (a sync pull commits one page while the next
 /// downloads). It is `Sendable` because its changes are only ever read by the one commit that
-/// takes them (``take()``, under the batch's lock); everything else in it is immutable.
+/// takes them (`take()`, under the batch's lock); everything else in it is immutable.
 public final class IngestBatch: @unchecked Sendable {
-    /// The changes, read only by the commit that took them (``take()``).
+    /// The changes, read only by the commit that took them (`take()`).
     private var pending: PendingBatch
     /// Whether a commit has taken the changes.
     private var taken = false

@@ -3,7 +3,7 @@ import FlatlandJSON
 /// The one recursive, streaming walk from parser events to store changes.
 ///
 /// Feed it a response in chunks as it arrives, then call ``finish()``: it hands back the whole
-/// response as one ``IngestBatch``, which ``Store/commit(_:)`` applies to the store, all of it or
+/// response as one ``IngestBatch``, which ``Store/commit(_:removing:alongside:)`` applies to the store, all of it or
 /// nothing. (``Store/ingest(_:endpoint:taskID:options:)`` does both.) The ingestor writes nothing
 /// itself: it reads only the store's registry, its condition hook and, for versioned entities, the
 /// stored data versions. Any shape works without per-endpoint code: a plain object, an array, a
@@ -195,7 +195,7 @@ public final class Ingestor {
         do throws(JSONError) { try parser.feed(bytes) } catch { throw fail(error) }
     }
 
-    /// Ends the response and hands it back as one batch, for ``Store/commit(_:)``.
+    /// Ends the response and hands it back as one batch, for ``Store/commit(_:removing:alongside:)``.
     /// - Throws: ``IngestError``; nothing is then handed back, and the store never sees any of
     ///   the response.
     public func finish() throws(IngestError) -> IngestBatch {

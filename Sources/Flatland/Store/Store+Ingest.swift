@@ -1,6 +1,6 @@
 extension Store {
     /// Reads a whole response and applies it as one batch: ``makeIngestor(endpoint:taskID:options:)``,
-    /// feeding it the bytes, ``Ingestor/finish()`` and ``commit(_:)`` in one call.
+    /// feeding it the bytes, ``Ingestor/finish()`` and ``commit(_:removing:alongside:)`` in one call.
     ///
     /// - Parameters:
     ///   - bytes: the response body.
@@ -19,7 +19,7 @@ extension Store {
 
     /// An ingestor for one response that arrives in chunks. It reads the store's registry and
     /// hooks and, at the end, what data versions the store holds; it writes nothing: its
-    /// ``Ingestor/finish()`` hands back the batch for ``commit(_:)``.
+    /// ``Ingestor/finish()`` hands back the batch for ``commit(_:removing:alongside:)``.
     public func makeIngestor(endpoint: String? = nil, taskID: String? = nil, options: IngestOptions = IngestOptions())
         -> Ingestor
     {
@@ -42,9 +42,12 @@ extension Store {
     ///   run; ``IngestError/Code-swift.struct/persistence`` when the persistence or the work
     ///   failed (``IngestError/underlying`` says which). The store is then unchanged.
     ///
-    /// - Parameter removing: ids removed in the same commit (those that exist), from the records
-    ///   and from every collection: a sync pull removes the rows the server says are deleted
-    ///   with the page that says so.
+    /// - Parameters:
+    ///   - batch: what ``Ingestor/finish()`` handed back; a batch is committed once.
+    ///   - removing: ids removed in the same commit (those that exist), from the records and
+    ///     from every collection: a sync pull removes the rows the server says are deleted with
+    ///     the page that says so.
+    ///   - work: rows of the caller's own that the persistence writes in the same transaction.
     @discardableResult
     public func commit(
         _ batch: IngestBatch, removing: [String] = [], alongside work: (any StoreTransactionWork)? = nil

@@ -52,8 +52,12 @@ public final class Store: StoreReader, @unchecked Sendable {
     /// the persistence. With a persistence that only writes, the store keeps everything in memory
     /// and writes each batch through.
     ///
-    /// - Parameter taskCollectionLimit: how many task collections to keep (the newest; at least
-    ///   1), or nil to keep every one. Default 64.
+    /// - Parameters:
+    ///   - registry: the entity types the store decodes; an unknown prefix is stored untyped.
+    ///   - hooks: the condition and the before- and after-store hooks.
+    ///   - persistence: where records are written (and, when lazy, read from); nil for memory.
+    ///   - taskCollectionLimit: how many task collections to keep (the newest; at least 1), or
+    ///     nil to keep every one. Default 64.
     public init(
         registry: EntityRegistry = EntityRegistry(), hooks: StoreHooks = StoreHooks(),
         persistence: (any StorePersistence)? = nil, taskCollectionLimit: Int? = 64

@@ -1,6 +1,8 @@
+import CoreMetrics
 import Flatland
 import FlatlandJSON
 import Foundation
+import Logging
 
 /// The requests of one `(user, environment)`: launches them as tracked tasks through the
 /// filters and the transport, streams their bodies into the store, and keeps the set of tasks
@@ -32,8 +34,22 @@ public final class Backend: Sendable {
         /// one chunk always fits. Default ``defaultIngestBufferCapacity``.
         public var ingestBufferCapacity: Int
 
+        /// Where the backend logs its tasks: their start (`trace`), their end with status,
+        /// bytes and duration (`debug`), and retries (`info`). A logger that drops everything by
+        /// default; give one of the app's (with its handler and level) to see them.
+        public var logger: Logger
+        /// Where the backend's metrics go (requests, durations, bytes, retries,
+        /// de-duplicated GETs; labels `flatland.http.…`): nil for the process's
+        /// `MetricsSystem`, which measures nothing until the app bootstraps it.
+        public var metricsFactory: (any MetricsFactory)?
+
         /// The default ``ingestBufferCapacity``: 2 MiB.
         public static let defaultIngestBufferCapacity = 2 << 20
+
+        /// A logger that drops everything: the default ``logger``.
+        public static var silentLogger: Logger {
+            Logger(label: "flatland", factory: { _ in SwiftLogNoOpLogHandler() })
+        }
 
         /// A configuration; every argument has a default.
         public init(
@@ -44,7 +60,9 @@ public final class Backend: Sendable {
             headersIgnoredForDeduplication: Set<String> = ["x-request-id", "user-agent"],
             deduplicatesGETs: Bool = true,
             timeout: TimeInterval = 60,
-            ingestBufferCapacity: Int = Configuration.defaultIngestBufferCapacity
+            ingestBufferCapacity: Int = Configuration.defaultIngestBufferCapacity,
+            logger: Logger = Configuration.silentLogger,
+            metricsFactory: (any MetricsFactory)? = nil
         ) {
             self.makeTransport = makeTransport
             self.filters = filters
@@ -54,6 +72,8 @@ public final class Backend: Sendable {
             self.deduplicatesGETs = deduplicatesGETs
             self.timeout = timeout
             self.ingestBufferCapacity = max(1, ingestBufferCapacity)
+            self.logger = logger
+            self.metricsFactory = metricsFactory
         }
     }
 
@@ -64,6 +84,7 @@ public final class Backend: Sendable {
     /// How requests are sent.
     public let configuration: Configuration
     let transport: any HTTPTransport
+    let telemetry: BackendTelemetry
 
     private struct State {
         var inFlight: [String: HTTPTask] = [:]
@@ -80,6 +101,7 @@ public final class Backend: Sendable {
         self.store = store
         self.configuration = configuration
         transport = configuration.makeTransport()
+        telemetry = BackendTelemetry(configuration: configuration, environment: environment.name)
     }
 
     // MARK: Launching
@@ -149,8 +171,12 @@ public final class Backend: Sendable {
             task.complete(.failure(HTTPError(.sessionEnded, "the session has ended").stamped(request)))
             return task
         }
-        if launched !== task { return launched }
+        if launched !== task {
+            telemetry.joined(launched)
+            return launched
+        }
         let work = Task { [self] in
+            telemetry.started(task)
             let outcome = await run(task)
             state.withLock { s in
                 s.inFlight[id] = nil
@@ -158,6 +184,7 @@ public final class Backend: Sendable {
                 if let key, s.byKey[key] === task { s.byKey[key] = nil }
             }
             task.complete(outcome)
+            telemetry.ended(task, outcome)
         }
         task.attach(work)
         return task
@@ -301,6 +328,7 @@ public final class Backend: Sendable {
                 return .failure(failure.stamped(request))
             }
             let delay = policy.delay(afterAttempt: attempt, retryAfter: retryAfter)
+            telemetry.retrying(task, attempt: attempt, after: failure, delay: delay)
             task.status.withLock { $0.retryDelays.append(delay) }
             do {
                 try await Task.sleep(for: delay)

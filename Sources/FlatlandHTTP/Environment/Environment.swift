@@ -64,5 +64,44 @@ public struct Environment: Sendable, Hashable, CustomStringConvertible {
         return URL(string: base + path)
     }
 
+    /// The path and query of an absolute `url` of this environment (a next link, a `Location`),
+    /// relative to ``baseURL`` as ``url(for:)`` takes it: `https://api.example.com/v1/users?page=2`
+    /// in an environment at `https://api.example.com/v1` is `/users?page=2`.
+    ///
+    /// - Throws: ``HTTPError`` ``HTTPError/Code-swift.struct/outsideEnvironment`` when `url` has
+    ///   another scheme, host or port (the default ports of http and https count as given), or a
+    ///   path outside the base URL's; ``HTTPError/Code-swift.struct/invalidRequest`` when it is
+    ///   not an absolute http(s) URL.
+    public func pathAndQuery(ofAbsolute url: URL) throws(HTTPError) -> String {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host,
+            !host.isEmpty, let parts = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else {
+            throw HTTPError(.invalidRequest, "\(url.absoluteString) is not an absolute http(s) URL")
+        }
+        func origin(_ scheme: String, _ host: String, _ port: Int?) -> String {
+            "\(scheme)://\(host.lowercased()):\(port ?? (scheme == "https" ? 443 : 80))"
+        }
+        let base = baseURL
+        let own = origin(base.scheme?.lowercased() ?? "", base.host ?? "", base.port)
+        let theirs = origin(scheme, host, url.port)
+        guard own == theirs else {
+            throw HTTPError(
+                .outsideEnvironment,
+                "\(url.absoluteString) is not on environment \(name)'s origin (\(own)); nothing was sent")
+        }
+        var basePath = URLComponents(url: base, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
+        while basePath.hasSuffix("/") { basePath.removeLast() }
+        let path = parts.percentEncodedPath
+        guard path == basePath || path.hasPrefix(basePath + "/") else {
+            throw HTTPError(
+                .outsideEnvironment,
+                "\(url.absoluteString) is outside environment \(name)'s base path \(basePath)/; nothing was sent")
+        }
+        var relative = String(path.dropFirst(basePath.count))
+        if relative.isEmpty { relative = "/" }
+        if let query = parts.percentEncodedQuery { relative += "?" + query }
+        return relative
+    }
+
     public var description: String { "\(name) (\(baseURL.absoluteString))" }
 }

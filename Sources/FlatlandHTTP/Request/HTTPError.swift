@@ -29,6 +29,10 @@ public struct HTTPError: Error, CustomStringConvertible {
         public static let insecure = Code(name: "insecure")
         /// The request could not be built (a path that does not form a URL).
         public static let invalidRequest = Code(name: "invalidRequest")
+        /// An absolute URL outside the session's environment: another scheme, host or port, or
+        /// a path outside its base URL's. Nothing was sent (a session's token goes only to its
+        /// own server).
+        public static let outsideEnvironment = Code(name: "outsideEnvironment")
         /// The session has ended (logged out).
         public static let sessionEnded = Code(name: "sessionEnded")
         /// The response was read whole, but the store could not commit it: its persistence

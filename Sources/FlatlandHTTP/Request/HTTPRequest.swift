@@ -80,7 +80,7 @@ public struct ResponseCommit: Sendable {
     public var alongside: (any StoreTransactionWork)?
 
     /// Whether the body is read and checked to its end but not written: the batch is handed
-    /// back in ``HTTPResult/uncommitted`` for the caller to commit (``Flatland/Store/commit(_:removing:alongside:)``)
+    /// back in ``HTTPResult/uncommitted`` for the caller to commit (`Store.commit(_:removing:alongside:)`)
     /// or drop. A sync pull commits one page while the next one downloads.
     public var handsBack: Bool
 

@@ -129,6 +129,46 @@ public final class Session: Sendable {
             method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan)
     }
 
+    /// Launches a request to an absolute URL of this session's environment: a next link
+    /// (`Link`, `@odata.nextLink`, `nextLink`) or a `Location` its server sent, followed by hand.
+    /// The URL must be on the environment's origin and under its base path
+    /// (``Environment/pathAndQuery(ofAbsolute:)``); the request is then launched exactly as
+    /// ``launch(_:_:body:headers:ingestOptions:commitPlan:)`` launches its path, through the
+    /// session's filters (its token included).
+    ///
+    /// A URL anywhere else is refused: the task fails at once with
+    /// ``HTTPError/Code-swift.struct/outsideEnvironment`` and nothing is sent, so a link from a
+    /// response never carries the session's credentials to another server.
+    @discardableResult
+    public func launch(
+        _ method: HTTPMethod, url: URL, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        ingestOptions: IngestOptions? = nil, commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
+    ) -> HTTPTask {
+        let path: String
+        do {
+            path = try environment.pathAndQuery(ofAbsolute: url)
+        } catch {
+            return HTTPTask.failed(method: method, url: url, environment: environment, error)
+        }
+        return backend.launch(
+            method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan)
+    }
+
+    /// Launches a request to an absolute URL of this session's environment and waits for its
+    /// result: see ``launch(_:url:body:headers:ingestOptions:commitPlan:)``.
+    ///
+    /// - Throws: ``HTTPError``; ``HTTPError/Code-swift.struct/outsideEnvironment`` (nothing
+    ///   sent) for a URL outside the environment.
+    @discardableResult
+    public func send(
+        _ method: HTTPMethod, url: URL, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        ingestOptions: IngestOptions? = nil, commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
+    ) async throws(HTTPError) -> HTTPResult {
+        let path = try environment.pathAndQuery(ofAbsolute: url)
+        return try await backend.send(
+            method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan)
+    }
+
     /// Launches a request and calls `completion` with its result.
     @discardableResult
     public func launch(

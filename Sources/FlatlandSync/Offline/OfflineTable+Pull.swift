@@ -2,6 +2,7 @@ import Flatland
 import FlatlandHTTP
 import FlatlandJSON
 import FlatlandSQLite
+import Foundation
 import GRDB
 import Synchronization
 
@@ -17,29 +18,78 @@ public struct PullResult: Sendable, Hashable {
     public var deleted: Int
     /// The rows left as they are locally because they have operations not pushed yet.
     public var skipped: Int
-    /// The delta token after the pull: the largest `updatedAt` seen, as the server wrote it
-    /// (nil for a pull without a query id).
+    /// The delta token after the pull: the `updatedAt` of its key, as the server wrote it (nil
+    /// for a pull without a query id).
     public var token: String?
+    /// The id of the key's row: with ``token``, the last row pulled (nil for a pull without a
+    /// query id, and for a pull by the official clients' query strings, whose token is a date).
+    public var tokenID: String?
+
+    /// A result.
+    public init(
+        table: String, pages: Int, rows: Int, deleted: Int, skipped: Int, token: String?, tokenID: String? = nil
+    ) {
+        self.table = table
+        self.pages = pages
+        self.rows = rows
+        self.deleted = deleted
+        self.skipped = skipped
+        self.token = token
+        self.tokenID = tokenID
+    }
 }
 
 extension OfflineTable {
     /// Brings the server's rows in, one page per request, each page streamed into the store and
-    /// committed in one transaction together with the new delta token.
-    ///
-    /// With a `queryID` the pull is incremental: it asks for `(filter) and (updatedAt ge token)`
-    /// (`gt` in v3) ordered by `updatedAt`, `pageSize` rows at a time, re-paged as the v2
-    /// clients do (when a page raises the token the filter moves to it and `$skip` starts again
-    /// at 0, otherwise `$skip` advances), and a crash or a dropped connection resumes from the
-    /// last whole page. Without one it reads the whole query. In v3 the pull sends `$count=true`
-    /// and no `$skip`/`$top`, as the Datasync clients do, and follows the server's next links:
-    /// `pageSize` applies to v1 and v2. Rows marked deleted are removed
-    /// locally; rows with operations not pushed yet are left as they are (local changes win
-    /// until pushed). When the table has operations queued, the queue is pushed first, and the
-    /// pull is cancelled (``SyncErrorCode/pushFailed``) if that does not empty the table's.
+    /// committed in one transaction together with the pull's key. Equivalent to
+    /// ``pull(queryID:query:options:)`` with `PullOptions(pageSize: pageSize)`.
     public func pull(queryID: String? = nil, query: TableQuery = TableQuery(), pageSize: Int = 50)
         async throws(SyncError) -> PullResult
     {
+        try await pull(queryID: queryID, query: query, options: PullOptions(pageSize: pageSize))
+    }
+
+    /// Brings the server's rows in, one page per request, each page streamed into the store and
+    /// committed in one transaction together with the pull's key.
+    ///
+    /// By default (``PullOptions/Paging/key``) the pull pages by the key `(updatedAt, id)`:
+    /// each request asks for the rows after the last one pulled, ordered by `updatedAt, id`, and
+    /// the pull ends when a request brings no row. A next link the server sends (a `Link:
+    /// <…>; rel=next` header, or v3's `nextLink` as a URL, a path or a query string) is
+    /// followed, its rows applied, and the pull then asks again from its key. With a `queryID`
+    /// the key is kept in the file, committed with each page: the next pull, or this one
+    /// resumed after a crash, a kill or an error, starts after the last row committed. A delta
+    /// token kept by an older version (a date) is read as the key before the rows of that date.
+    /// Without a `queryID` the whole query is read.
+    ///
+    /// A page holding one id twice keeps the copy with the later `updatedAt`. Rows marked
+    /// deleted are removed locally; rows with operations not pushed yet are left as they are
+    /// (local changes win until pushed). When the table has operations queued, the queue is
+    /// pushed first, and the pull is cancelled (``SyncErrorCode/pushFailed``) if that does not
+    /// empty the table's.
+    ///
+    /// - Throws: ``SyncErrorCode/noProgress`` when a request brings no row after the key, a
+    ///   link brings no new row, or a link repeats a URL the pull asked for (never a loop);
+    ///   ``SyncErrorCode/invalidResponse`` for a 200 whose body is not a page;
+    ///   ``SyncErrorCode/deadline`` for a page that took longer than
+    ///   ``PullOptions/requestDeadline``; ``SyncErrorCode/http`` for a failed request. The pages
+    ///   committed before stay, with their key.
+    public func pull(queryID: String? = nil, query: TableQuery = TableQuery(), options: PullOptions)
+        async throws(SyncError) -> PullResult
+    {
+        let pageSize = options.pageSize
         guard pageSize > 0 else { throw SyncError(.invalidRow, "the page size is \(pageSize)", table: name) }
+        guard options.requestDeadline > 0, options.requestDeadline <= 86_400 else {
+            throw SyncError(
+                .invalidRow, "the request deadline is \(options.requestDeadline) s, not between 0 and a day",
+                table: name)
+        }
+        guard query.orderBy.isEmpty, query.top == nil, query.skip == nil, query.select.isEmpty else {
+            throw SyncError(
+                .invalidRow,
+                "a pull orders and pages by itself: its query may not have $orderby, $top, $skip or $select",
+                table: name)
+        }
         if !(try context.operations(table: name)).isEmpty {
             let pushed = await context.push()
             if !(try context.operations(table: name)).isEmpty {
@@ -48,105 +98,73 @@ extension OfflineTable {
             }
         }
         let table = name
-        var token: TableTimestamp?
+        var key: PullKey?
         if let queryID {
             let text = try context.read { db in try SyncQueue.token(db, table: table, queryID: queryID) }
-            token =
-                try text.map { text throws(SyncError) in
-                    do {
-                        return try TableTimestamp(parsing: text)
-                    } catch {
-                        throw SyncError(.store, "the stored delta token '\(text)' is not a date", table: table)
-                    }
-                } ?? .epoch
-        }
-        var result = PullResult(table: name, pages: 0, rows: 0, deleted: 0, skipped: 0, token: token?.description)
-        let followsLinks = engine.version == .v3
-        var skip = 0
-        var request = PageRequest(path: try pullPath(query, token: token, skip: skip, pageSize: pageSize), start: skip)
-        // One page ahead: the next page downloads (and the server reads it) while this one
-        // commits. It is read with the token this page will leave, and committed only after this
-        // page is, so pages and tokens still reach the file in order; a failed commit drops it.
-        // The rows with operations not pushed: read here, then again by each page's commit (in
-        // its transaction), for the pages read after it. A page read with an older set is still
-        // checked by its own commit: an operation queued meanwhile for one of its rows makes
-        // the page be read again. A row whose operation was pushed meanwhile is left as the
-        // push's answer wrote it.
-        var pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
-        var next: PageFetch? = PageFetch(self, request, pending: pending)
-        defer { next?.cancel() }
-        var attempts = 0
-        while let fetch = next {
-            next = nil
-            // A cancel stops the pull between pages: what is committed is whole pages, each with
-            // its token.
-            if Task.isCancelled { throw SyncError(.cancelled, "the pull was cancelled", table: name) }
-            let page: FetchedPage
-            do {
-                page = try await fetch.page()
-            } catch  where Task.isCancelled {
-                throw SyncError(.cancelled, "the pull was cancelled while a page was read", table: name)
-            }
-            var following: PageRequest?
-            var pageToken = token
-            let raised = page.tally.newest.map { newest in token.map { newest > $0 } ?? false } ?? false
-            if raised, let newest = page.tally.newest { pageToken = newest }
-            if followsLinks {
-                // Datasync: the server's next link, until it sends none.
-                if let link = page.nextLink {
-                    do {
-                        following = PageRequest(
-                            path: try engine.relativePath(ofLink: link), start: skip + page.tally.rows)
-                    } catch {
-                        throw SyncError(.http, error.message, table: name, tableError: error)
-                    }
+            if let text {
+                do {
+                    key = try PullKey(token: text)
+                } catch {
+                    throw SyncError(.store, "the stored delta token '\(text)' is not a key", table: table)
                 }
-            } else if page.tally.rows >= pageSize {
-                // The v2 clients' re-paging: a raised token moves the filter and restarts $skip.
-                let nextSkip = raised ? 0 : skip + page.tally.rows
-                following = PageRequest(
-                    path: try pullPath(query, token: pageToken, skip: nextSkip, pageSize: pageSize), start: nextSkip)
             }
-            next = following.map { PageFetch(self, $0, pending: pending) }
-            let removed: Int
-            do {
-                // Off the concurrency pool: the commit blocks on SQLite (and on store hooks).
-                let committed = await runBlocking { [self, token] in
-                    Result { () throws(SyncError) -> (Int, Set<String>) in
-                        try commit(page, token: token, queryID: queryID)
-                    }
-                }
-                (removed, pending) = try committed.get()
-            } catch  where attempts < 4 && error.code == .pageRace {
-                // A local change to a row of the page, made while the page was on its way: the
-                // page is read again, with that row skipped, and what was read after it dropped.
-                attempts += 1
-                next?.cancel()
-                pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
-                next = PageFetch(self, request, pending: pending)
-                continue
-            }
-            attempts = 0
-            result.pages += 1
-            result.rows += page.tally.rows
-            result.deleted += removed
-            result.skipped += page.tally.skipped
-            context.report(.pull(table: name, pages: result.pages, rows: result.rows))
-            if raised, let newest = page.tally.newest {
-                token = newest
-                result.token = newest.description
-            }
-            guard let following else { break }
-            if !followsLinks { skip = following.start }
-            request = following
         }
+        var pull = PullRun(
+            table: self, queryID: queryID, query: query, options: options, key: key,
+            result: PullResult(
+                table: name, pages: 0, rows: 0, deleted: 0, skipped: 0, token: key?.updatedAt.description,
+                tokenID: options.paging == .key ? key?.id : nil))
+        let result = try await pull.run()
+        context.telemetry.pulled(result)
         return result
     }
 
-    /// The path of a pull's page: the query with `(updatedAt ge token)` (`gt` in v3) and ordered
-    /// by `updatedAt` when there is a token; `$skip` and `$top` in v1 and v2, `$count=true` in v3
-    /// (whose server pages with next links), as the official clients write them.
-    private func pullPath(_ query: TableQuery, token: TableTimestamp?, skip: Int, pageSize: Int)
+    /// The path of a pull's page by key: the query's filter and the rows after `key`, ordered
+    /// by `updatedAt, id`, `pageSize` of them, deleted ones included; dates at full precision:
+    /// `(updatedAt ge T) and ((updatedAt gt T) or (id gt 'I'))`, or `updatedAt ge T` for a key
+    /// without an id.
+    func keyPath(_ query: TableQuery, key: PullKey?, pageSize: Int) throws(SyncError) -> String {
+        guard let updatedName = engine.wireName(.updatedAt) else {
+            throw SyncError(.invalidRow, "the protocol has no updatedAt", table: name)
+        }
+        var request = query
+        request.includeDeleted = true
+        if let key {
+            let stamp = TableFilter.Operand.literal(.date(key.updatedAt))
+            let after: TableFilter
+            if let id = key.id {
+                // `(updatedAt gt T) or (updatedAt eq T and id gt 'I')`, written with its range
+                // first so that a server's index on (updatedAt, id) starts at the key rather
+                // than scanning every row before it on each page.
+                after = .and(
+                    .comparison(.field(updatedName), .ge, stamp),
+                    .or(
+                        .comparison(.field(updatedName), .gt, stamp),
+                        .comparison(.field("id"), .gt, .literal(.string(id)))))
+            } else {
+                after = .comparison(.field(updatedName), .ge, stamp)
+            }
+            request.filter = query.filter.map { .and($0, after) } ?? after
+        }
+        request.orderBy = [.ascending(updatedName), .ascending("id")]
+        request.skip = nil
+        request.top = pageSize
+        if engine.version == .v1, request.systemProperties == nil {
+            request.systemProperties = (context.options.systemProperties ?? []).union([.updatedAt, .deleted])
+        }
+        var style = engine.options.style ?? .default(for: engine.version)
+        style.fullPrecisionDates = true
+        do {
+            return try request.path(table: name, protocol: engine.version, style: style)
+        } catch {
+            throw SyncError(.invalidRow, error.message, table: name)
+        }
+    }
+
+    /// The path of a pull's page as the official clients write it: the query with
+    /// `(updatedAt ge token)` (`gt` in v3) and ordered by `updatedAt` when there is a token;
+    /// `$skip` and `$top` in v1 and v2, `$count=true` in v3 (whose server pages with next links).
+    func officialPath(_ query: TableQuery, token: TableTimestamp?, skip: Int, pageSize: Int)
         throws(SyncError) -> String
     {
         guard let updatedName = engine.wireName(.updatedAt) else {
@@ -185,12 +203,24 @@ extension OfflineTable {
         /// The server ids of the rows the page writes or removes.
         var written: Set<String> = []
         var newest: TableTimestamp?
+        /// The page's last row, in the server's order: its `updatedAt` (nil when it has none)
+        /// and its id.
+        var last: (updatedAt: TableTimestamp?, id: String)?
+        /// The `updatedAt` of each id of the page, for a page that holds one id twice.
+        var stamps: [String: TableTimestamp] = [:]
+        /// Each row's `updatedAt` and id, when the request collects them
+        /// (``PageRequest/collectsRows``).
+        var pairs: [String] = []
     }
 
-    /// Where a page is read from: its path, and the position of its first row in the query.
+    /// Where a page is read from: its path, the position of its first row in the query, and
+    /// whether the pull wrote it (from its key) or the server did (a next link).
     struct PageRequest: Sendable {
         var path: String
         var start: Int
+        var isLink = false
+        /// Whether the page's rows are listed, to check that it brings one the pull had not read.
+        var collectsRows = false
     }
 
     /// A page read to its end and not yet committed.
@@ -201,12 +231,30 @@ extension OfflineTable {
     }
 
     /// A page being read, in a task of its own, so that it can download while the page before
-    /// it commits.
+    /// it commits; cut at its deadline.
     struct PageFetch: Sendable {
         private let task: Task<FetchedPage, any Error>
 
-        init(_ table: OfflineTable, _ request: PageRequest, pending: Set<String>) {
-            task = Task { try await table.fetchPage(request, pending: pending) }
+        init(_ table: OfflineTable, _ request: PageRequest, pending: Set<String>, deadline: TimeInterval) {
+            task = Task {
+                try await withThrowingTaskGroup(of: FetchedPage?.self) { group in
+                    group.addTask { try await table.fetchPage(request, pending: pending) }
+                    group.addTask {
+                        try await Task.sleep(for: .milliseconds(Int64(deadline * 1000)))
+                        return nil
+                    }
+                    defer { group.cancelAll() }
+                    guard case .some(.some(let page)) = try await group.next() else {
+                        let message = "the page \(request.path) took longer than its deadline of \(deadline) s"
+                        throw SyncError(
+                            .deadline, message, table: table.name,
+                            tableError: TableError(
+                                code: .http, message: message, table: table.name,
+                                httpError: HTTPError(.transport, message)))
+                    }
+                    return page
+                }
+            }
         }
 
         /// The page, or the error that ended its reading.
@@ -231,8 +279,9 @@ extension OfflineTable {
     struct LocalChangeDuringPage: Error {}
 
     /// Reads one page into a batch that is not committed: the rows of `pending` (those with
-    /// operations not pushed yet) are left out and counted, the deleted ones listed for removal.
-    private func fetchPage(_ request: PageRequest, pending: Set<String>) async throws(SyncError) -> FetchedPage {
+    /// operations not pushed yet) are left out and counted, the deleted ones listed for removal,
+    /// and of two copies of one id the one with the later `updatedAt` kept.
+    func fetchPage(_ request: PageRequest, pending: Set<String>) async throws(SyncError) -> FetchedPage {
         let table = name
         let engine = engine
         guard let updatedName = engine.wireName(.updatedAt), let deletedName = engine.wireName(.deleted) else {
@@ -257,7 +306,14 @@ extension OfflineTable {
             if case .string(let text)? = updated { stamp = try? TableTimestamp(parsing: text) }
             return tally.withLock { t in
                 t.rows += 1
+                t.last = (stamp, id)
+                if request.collectsRows { t.pairs.append((stamp?.description ?? "") + "\t" + id) }
                 if let stamp, t.newest.map({ stamp > $0 }) ?? true { t.newest = stamp }
+                if let stamp {
+                    // One id twice in a page: the later copy wins, whichever comes first.
+                    if let earlier = t.stamps[id], earlier > stamp { return false }
+                    t.stamps[id] = stamp
+                }
                 if pending.contains(id) {
                     t.skipped += 1
                     return false
@@ -281,28 +337,32 @@ extension OfflineTable {
         guard let batch = answer.uncommitted else {
             throw SyncError(.http, "the server answered \(answer.status) without a page", table: table)
         }
+        guard batch.page != nil else {
+            throw SyncError(
+                .invalidResponse,
+                "the server answered \(request.path) with \(answer.status) and a body that is not a page of rows",
+                table: table)
+        }
         return FetchedPage(tally: tally.withLock { $0 }, batch: batch, nextLink: answer.nextLink)
     }
 
-    /// Commits a page read by ``fetchPage(_:)``, its removals and (with a query id, when the page
-    /// raised it) the new delta token, in one transaction; returns how many rows it removed, and
+    /// Commits a page read by ``fetchPage(_:pending:)``, its removals and (with a query id)
+    /// the token `token` when given, in one transaction; returns how many rows it removed, and
     /// the ids of the table's rows with operations not pushed, as that transaction read them.
     /// - Throws: ``SyncErrorCode/pageRace`` when a row of the page got a local change meanwhile
     ///   (nothing is then written).
-    private func commit(_ page: FetchedPage, token: TableTimestamp?, queryID: String?) throws(SyncError) -> (
+    func commit(_ page: FetchedPage, token: String?, queryID: String?) throws(SyncError) -> (
         removed: Int, pending: Set<String>
     ) {
         let table = name
         let tally = page.tally
-        let newToken = queryID != nil && tally.newest.map { new in token.map { new > $0 } ?? true } == true
-        let text = tally.newest?.description
         let pending = Mutex<Set<String>>([])
         let work = SQLiteTransactionWork { db in
             let now = try SyncQueue.pendingIDs(db, table: table)
             if !now.isDisjoint(with: tally.written) { throw LocalChangeDuringPage() }
             pending.withLock { $0 = now }
-            if newToken, let queryID, let text {
-                try SyncQueue.setToken(db, table: table, queryID: queryID, token: text)
+            if let queryID, let token {
+                try SyncQueue.setToken(db, table: table, queryID: queryID, token: token)
             }
         }
         do {

@@ -100,7 +100,7 @@ extension OfflineTable {
             received += count
             if let link = bodyLink ?? result.nextLink {
                 do {
-                    path = try engine.relativePath(ofLink: link)
+                    path = try engine.relativePath(ofLink: link, requestPath: current)
                 } catch {
                     throw SyncError(.http, error.message, table: name, tableError: error)
                 }

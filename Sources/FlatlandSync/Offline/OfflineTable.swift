@@ -5,7 +5,7 @@ import GRDB
 
 /// A table that works with no network: its rows live in the session's store, every local
 /// insert, update and delete is applied at once and queued, in the same transaction, and
-/// ``SyncContext/push(onConflict:)`` and ``pull(queryID:query:pageSize:)`` meet the server later.
+/// ``SyncContext/push(onConflict:options:)`` and ``pull(queryID:query:pageSize:)`` meet the server later.
 ///
 /// Rows are JSON objects, as an ``UntypedTable`` hands them out: `id` first, then the members,
 /// system properties under the protocol's names.

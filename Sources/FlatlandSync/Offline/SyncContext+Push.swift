@@ -71,7 +71,8 @@ public struct PushOutcome: Sendable, Hashable {
     public var id: String
     /// Its kind.
     public var kind: SyncOperation.Kind
-    /// The server's status (nil when no answer came).
+    /// The server's status (nil when no answer came, and for an ``Result/ok`` that had nothing
+    /// to send: a write whose row was deleted locally meanwhile, settled by the delete behind it).
     public var status: Int?
     /// How it ended.
     public var result: Result
@@ -126,6 +127,8 @@ extension SyncContext {
     /// the batch request sends its operations one by one.
     public func push(onConflict: ConflictHandler? = nil, options: PushOptions = PushOptions()) async -> PushResult {
         var result = PushResult()
+        let telemetry = self.telemetry
+        defer { telemetry.pushed(result, context: self) }
         let operations: [SyncOperation]
         do {
             operations = try await queueRead { db in try SyncQueue.operations(db) }

@@ -45,9 +45,13 @@ public final class SyncContext: Sendable {
     /// A context for `session`, whose store must be kept in SQLite (a session made with
     /// FlatlandSQLite's session storage); creates the queue's tables in its file when missing.
     ///
-    /// - Throws: ``SyncErrorCode/notPersistent``, or ``SyncErrorCode/store`` when the file
+    /// - Throws: ``SyncErrorCode/notPersistent``, ``SyncErrorCode/protocolMismatch`` when
+    ///   `options` and the session name two protocols, or ``SyncErrorCode/store`` when the file
     ///   cannot be written.
     public init(session: Session, options: TableOptions = TableOptions()) throws(SyncError) {
+        if case .failure(let e) = options.resolvedProtocol(in: session, table: "") {
+            throw SyncError(.protocolMismatch, e.message, tableError: e)
+        }
         guard session.store.persistence is SQLitePersistence else {
             throw SyncError(.notPersistent, "the session's store is not kept in SQLite; the queue lives in its file")
         }

@@ -6,6 +6,9 @@ public struct SyncErrorCode: Hashable, Sendable, CustomStringConvertible {
 
     /// The session does not keep its store in SQLite: the queue needs the same file.
     public static let notPersistent = SyncErrorCode(name: "notPersistent")
+    /// The context's ``TableOptions`` name another protocol than its session's table headers
+    /// (``TableErrorCode/protocolMismatch``, in ``SyncError/tableError``).
+    public static let protocolMismatch = SyncErrorCode(name: "protocolMismatch")
     /// The change cannot follow the operation already queued for the row (an insert after an
     /// insert or an update, anything after a delete).
     public static let invalidOperation = SyncErrorCode(name: "invalidOperation")
@@ -26,6 +29,16 @@ public struct SyncErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let invalidRow = SyncErrorCode(name: "invalidRow")
     /// The task that ran the pull was cancelled; the pages committed before stay, whole.
     public static let cancelled = SyncErrorCode(name: "cancelled")
+    /// The server's paging went nowhere: a request from the pull's key brought no row after
+    /// it, a next link brought no row the pull had not read, or a next link named a page the
+    /// pull had asked for already. The pull stops rather than loop; the pages committed before
+    /// stay, whole.
+    public static let noProgress = SyncErrorCode(name: "noProgress")
+    /// A request took longer than its deadline (``PullOptions/requestDeadline``) and was cut.
+    public static let deadline = SyncErrorCode(name: "deadline")
+    /// The server answered with something the protocol does not allow there: a `200` whose
+    /// body is not a page of rows, a row without an `updatedAt` the pull can read.
+    public static let invalidResponse = SyncErrorCode(name: "invalidResponse")
 
     /// A queue row holds a kind or a state this version does not know (a newer one wrote it):
     /// it is refused, never sent as something else. ``SyncContext/cancel(_:)`` drops it.

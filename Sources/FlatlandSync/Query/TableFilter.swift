@@ -172,9 +172,11 @@ extension TableFilter.Literal {
         case .null: "null"
         case .date(let t):
             switch style.dates {
-            case .dotNet: "datetimeoffset'" + t.formatted(.dotNet) + "'"
-            case .milliseconds: "datetimeoffset'" + t.formatted(.milliseconds) + "'"
-            case .cast: "cast(" + t.formatted(.milliseconds) + ",Edm.DateTimeOffset)"
+            case .dotNet: "datetimeoffset'" + t.formatted(style.fullPrecisionDates ? .nanoseconds : .dotNet) + "'"
+            case .milliseconds:
+                "datetimeoffset'" + t.formatted(style.fullPrecisionDates ? .nanoseconds : .milliseconds) + "'"
+            case .cast:
+                "cast(" + t.formatted(style.fullPrecisionDates ? .nanoseconds : .milliseconds) + ",Edm.DateTimeOffset)"
             }
         }
     }

@@ -27,13 +27,22 @@ public struct WireStyle: Sendable, Hashable {
     public var encodesComma: Bool
     /// Whether an ascending `$orderby` says `asc`.
     public var writesAscending: Bool
+    /// Whether date literals keep every fractional digit of the timestamp (up to nine, trailing
+    /// zeros dropped, in UTC) rather than the client family's own precision. The official
+    /// clients write milliseconds (iOS, Datasync) or seven digits (.NET); a server that keeps
+    /// more than the literal says cannot then be asked for the rows of one exact `updatedAt`,
+    /// which a pull by key needs (``PullOptions/Paging/key``).
+    public var fullPrecisionDates: Bool
 
     /// A style.
-    public init(dates: Dates, encodesColon: Bool, encodesComma: Bool, writesAscending: Bool) {
+    public init(
+        dates: Dates, encodesColon: Bool, encodesComma: Bool, writesAscending: Bool, fullPrecisionDates: Bool = false
+    ) {
         self.dates = dates
         self.encodesColon = encodesColon
         self.encodesComma = encodesComma
         self.writesAscending = writesAscending
+        self.fullPrecisionDates = fullPrecisionDates
     }
 
     /// The Mobile Apps .NET client (v2): `$filter=(updatedAt%20ge%20datetimeoffset'1970-01-01T00:00:00.0000000%2B00:00')&$orderby=updatedAt`.

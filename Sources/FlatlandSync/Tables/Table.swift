@@ -15,7 +15,7 @@ public struct TableResponse<Item: Sendable>: Sendable {
     public var notModified: Bool { status == 304 }
 }
 
-/// A server table of typed rows, over `/tables/{name}`, bound to a ``Session``.
+/// A server table of typed rows, over `/tables/{name}`, bound to a FlatlandHTTP `Session`.
 ///
 /// Every request goes through the session (its filters, credentials, retries, task tracking and
 /// cancellation), and every row the server sends is streamed into the session's store. A row is
@@ -91,7 +91,7 @@ public struct Table<T: TableEntity>: Sendable {
     /// - Throws: ``TableErrorCode/preconditionFailed`` (412) when the row changed on the server,
     ///   with the server's row in ``TableError/serverItem``; ``TableErrorCode/conflict`` (409).
     public func update(_ item: T) async throws(TableError<T>) -> TableResponse<T> {
-        let method: HTTPMethod = options.protocolVersion == .v3 ? .put : .patch
+        let method: HTTPMethod = engine.version == .v3 ? .put : .patch
         return try await write(method, item, pathID: item.serverID, version: item.system.version, sendsID: true)
     }
 
@@ -112,9 +112,9 @@ public struct Table<T: TableEntity>: Sendable {
 
     /// Restores a soft-deleted row (`POST /tables/{name}/{id}` with `If-Match`; v2 only).
     public func undelete(_ item: T) async throws(TableError<T>) -> TableResponse<T> {
-        guard options.protocolVersion == .v2 else {
+        guard engine.version == .v2 else {
             throw TableError(
-                code: .invalidRequest, message: "undelete is a v2 operation, not \(options.protocolVersion)'s",
+                code: .invalidRequest, message: "undelete is a v2 operation, not \(engine.version)'s",
                 table: name)
         }
         do {

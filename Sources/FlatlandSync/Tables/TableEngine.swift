@@ -13,8 +13,13 @@ struct TableEngine: Sendable {
     let session: Session
     let name: String
     let prefix: String
+    /// The options, with the protocol the table speaks (its own, or its session's).
     let options: TableOptions
     let ingestOptions: IngestOptions
+    /// The protocol spoken: headers, query style and verbs all follow from it.
+    let version: TableProtocol
+    /// Why no request of this table is sent (its options and its session name two protocols).
+    let refusal: TableError<JSONObject>?
 
     /// - Parameter keepsTaskCollections: whether the store keeps each answer's task collection
     ///   (``IngestOptions/keepsTaskCollection``): an online table's requests are the app's own;
@@ -23,6 +28,16 @@ struct TableEngine: Sendable {
         self.session = session
         self.name = name
         self.prefix = prefix
+        var options = options
+        switch options.resolvedProtocol(in: session, table: name) {
+        case .success(let version):
+            self.version = version
+            refusal = nil
+        case .failure(let error):
+            version = options.protocolVersion ?? .v2
+            refusal = error
+        }
+        options.protocolVersion = version
         self.options = options
         var ingest = session.backend.configuration.ingestOptions
         // A row is an object with an `id` at the top, in a top-level array, or in the envelope's
@@ -32,7 +47,7 @@ struct TableEngine: Sendable {
         ingest.resolver = RuleResolver([
             RuleResolver.Rule(prefix: prefix, idKey: "id", parentKeys: ["", "results", "items"])
         ])
-        ingest.envelope = options.protocolVersion == .v3 ? .datasync : .results
+        ingest.envelope = version == .v3 ? .datasync : .results
         ingest.endpointEnvelopes = []
         ingest.unknownPrefix = .untyped
         // Asking for a count or for system properties does not change which rows a query has.
@@ -41,7 +56,6 @@ struct TableEngine: Sendable {
         ingestOptions = ingest
     }
 
-    var version: TableProtocol { options.protocolVersion }
     var store: Store { session.store }
 
     func storeID(_ serverID: String) -> String { TableRowID.storeID(serverID: serverID, prefix: prefix) }
@@ -79,12 +93,38 @@ struct TableEngine: Sendable {
         }
     }
 
-    /// The path and query of a next link, relative to the session's base URL; a link to another
-    /// server (scheme, host or port) is refused, so the session's credentials never leave it.
-    func relativePath(ofLink link: String) throws(TableError<JSONObject>) -> String {
-        if link.hasPrefix("/") { return link }
+    /// The path and query of a next link, relative to the session's base URL, resolved against
+    /// the path of the request whose answer carried it (`requestPath`):
+    ///
+    /// - an absolute URL (`http://host/api/tables/todoitem?$skip=100`), which must be on the
+    ///   session's server (scheme, host and port): a link to another server is refused, so the
+    ///   session's credentials never leave it;
+    /// - an absolute path (`/api/tables/todoitem?$skip=100`), under the base URL's path when it
+    ///   starts with it (otherwise taken as a path under the base URL);
+    /// - a query string, with or without its `?` (`$skip=100&$top=50`), as the Datasync servers
+    ///   write `nextLink`: the request's own path with this query, as the CommunityToolkit client
+    ///   reads it (`UriBuilder(endpoint) { Query = nextLink }`).
+    ///
+    /// Bytes a URL cannot carry as they are (a space, a quote) are percent-encoded; `%XX` escapes
+    /// are kept.
+    func relativePath(ofLink link: String, requestPath: String) throws(TableError<JSONObject>) -> String {
+        let link = link.trimmingCharacters(in: .whitespaces)
+        guard !link.isEmpty else { throw failure(.invalidResponse, "the server sent an empty next link") }
         let base = session.environment.baseURL
-        guard let components = URLComponents(string: link), let host = components.host,
+        let basePath = base.path.hasSuffix("/") ? String(base.path.dropLast()) : base.path
+        if link.hasPrefix("/") {
+            // A path from the server's root (RFC 3986): under the base URL's path when it starts
+            // with it; otherwise taken as a path under the base URL, as earlier versions did.
+            var path = TableEngine.urlSafe(link)
+            if !basePath.isEmpty, path.hasPrefix(basePath + "/") { path = String(path.dropFirst(basePath.count)) }
+            return path
+        }
+        if !TableEngine.hasScheme(link) {
+            let query = link.hasPrefix("?") ? String(link.dropFirst()) : link
+            let path = requestPath.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            return String(path) + "?" + TableEngine.urlSafe(query)
+        }
+        guard let components = URLComponents(string: TableEngine.urlSafe(link)), let host = components.host,
             host.lowercased() == base.host?.lowercased(),
             components.scheme?.lowercased() == base.scheme?.lowercased(),
             (components.port ?? defaultPort(components.scheme)) == (base.port ?? defaultPort(base.scheme))
@@ -92,10 +132,44 @@ struct TableEngine: Sendable {
             throw failure(.invalidResponse, "the next link \(link) is not on \(base.absoluteString)")
         }
         var path = components.percentEncodedPath
-        let basePath = base.path.hasSuffix("/") ? String(base.path.dropLast()) : base.path
         if !basePath.isEmpty, path.hasPrefix(basePath) { path = String(path.dropFirst(basePath.count)) }
         if let query = components.percentEncodedQuery { path += "?" + query }
         return path
+    }
+
+    /// Whether `link` starts with a URI scheme and `://` (RFC 3986: a letter, then letters,
+    /// digits, `+`, `-` or `.`).
+    static func hasScheme(_ link: String) -> Bool {
+        guard let colon = link.firstIndex(of: ":"), link[colon...].hasPrefix("://") else { return false }
+        let scheme = link[..<colon]
+        guard let first = scheme.first, first.isASCII, first.isLetter else { return false }
+        return scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+    }
+
+    /// `text` with every byte a URL's path or query cannot carry as it is written `%XX`: what
+    /// RFC 3986 allows there (unreserved, sub-delimiters, `:@/?`) is kept, and so is a `%`
+    /// that starts an escape.
+    static func urlSafe(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        func isHex(_ b: UInt8) -> Bool {
+            (0x30...0x39).contains(b) || (0x41...0x46).contains(b) || (0x61...0x66).contains(b)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for (i, b) in bytes.enumerated() {
+            switch b {
+            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39, 0x2D, 0x2E, 0x5F, 0x7E,  // unreserved
+                0x21, 0x24, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x2C, 0x3B, 0x3D,  // sub-delims
+                0x3A, 0x40, 0x2F, 0x3F:  // : @ / ?
+                out.append(b)
+            case 0x25 where i + 2 < bytes.count && isHex(bytes[i + 1]) && isHex(bytes[i + 2]):
+                out.append(b)
+            default:
+                out += [0x25, hex[Int(b >> 4)], hex[Int(b & 0xF)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     private func defaultPort(_ scheme: String?) -> Int? {
@@ -120,6 +194,12 @@ struct TableEngine: Sendable {
         condition: (@Sendable (IncomingEntity) -> Bool)? = nil,
         commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil, endpointCollection: Bool = true
     ) async throws(TableError<JSONObject>) -> HTTPResult {
+        if let refusal { throw refusal }
+        // The protocol's version header, when no filter of the session set it.
+        var headers = headers
+        if let apiVersion = version.apiVersion, headers["ZUMO-API-VERSION"] == nil {
+            headers["ZUMO-API-VERSION"] = apiVersion
+        }
         var options = ingestOptions
         if let start { options.page.start = start }
         if let condition { options.condition = condition }

@@ -25,6 +25,10 @@ public struct TableErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let invalidRequest = TableErrorCode(name: "invalidRequest")
     /// The server answered with success but not with a row of this table.
     public static let invalidResponse = TableErrorCode(name: "invalidResponse")
+    /// The table's ``TableOptions`` name another protocol than its session's table headers
+    /// (`Backend.Configuration.addTableHeaders(protocol:)`): nothing was sent. Name the protocol
+    /// in one place.
+    public static let protocolMismatch = TableErrorCode(name: "protocolMismatch")
 
     public var description: String { name }
 }

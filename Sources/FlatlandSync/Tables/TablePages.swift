@@ -82,7 +82,7 @@ public struct TablePages<Item: Sendable>: AsyncSequence {
             lastIDs = ids
             if let link = result.nextLink {
                 followsLinks = true
-                next = .some(try engine.relativePath(ofLink: link))
+                next = .some(try engine.relativePath(ofLink: link, requestPath: path))
             } else if !followsLinks, !ids.isEmpty, ids.count >= longestPage, query.top.map({ received < $0 }) ?? true {
                 var rest = query
                 rest.skip = (query.skip ?? 0) + received

@@ -46,7 +46,7 @@ public struct TableSystemProperties: Sendable, Hashable {
     }
 }
 
-/// A typed entity that is a row of a server table: an ``Entity`` with its
+/// A typed entity that is a row of a server table: a Flatland `Entity` with its
 /// ``TableSystemProperties``.
 ///
 /// Declare the row's own fields and add ``systemFields``, which reads the system properties
@@ -72,7 +72,7 @@ public protocol TableEntity: Entity {
 
 extension TableEntity {
     /// Fields for the system properties under the names of every protocol (`createdAt` and
-    /// `__createdAt`, and so on): add them to ``Entity/fields``. A table never writes them into a
+    /// `__createdAt`, and so on): add them to `Entity.fields`. A table never writes them into a
     /// request body.
     public static var systemFields: [Field<Self>] {
         [

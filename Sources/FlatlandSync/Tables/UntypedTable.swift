@@ -2,7 +2,7 @@ import Flatland
 import FlatlandHTTP
 import FlatlandJSON
 
-/// A server table whose rows are JSON objects, over `/tables/{name}`, bound to a ``Session``.
+/// A server table whose rows are JSON objects, over `/tables/{name}`, bound to a FlatlandHTTP `Session`.
 ///
 /// The rows are untyped entities of the session's store, stored as `<prefix>-<server id>`
 /// (``TableRowID``); a row is handed out as a `JSONObject`: its `id` (the server's) first, then
@@ -66,7 +66,7 @@ public struct UntypedTable: Sendable {
         guard let id = TableEngine.idText(row["id"]) else {
             throw engine.failure(.invalidRequest, "the row to update has no id")
         }
-        let method: HTTPMethod = options.protocolVersion == .v3 ? .put : .patch
+        let method: HTTPMethod = engine.version == .v3 ? .put : .patch
         return try await write(method, row, id: id, pathID: id, version: version(of: row))
     }
 
@@ -80,8 +80,8 @@ public struct UntypedTable: Sendable {
     public func undelete(_ id: String, version: String? = nil) async throws(TableError<JSONObject>)
         -> TableResponse<JSONObject>
     {
-        guard options.protocolVersion == .v2 else {
-            throw engine.failure(.invalidRequest, "undelete is a v2 operation, not \(options.protocolVersion)'s")
+        guard engine.version == .v2 else {
+            throw engine.failure(.invalidRequest, "undelete is a v2 operation, not \(engine.version)'s")
         }
         let (storeID, result) = try await engine.write(.post, serverID: id, pathID: id, body: nil, version: version)
         return try response(storeID, result)

@@ -29,15 +29,15 @@ final class ConnectionCounter: Sendable {
 ///
 /// - a connection cap: past ``ConnectionCounter/limit`` open connections, a new one is closed
 ///   as soon as it is accepted, without touching the others;
-/// - a header read timeout: once the first byte of a request arrives, its head (request line
-///   and header fields) must be complete within `headerTimeout`, or the connection is closed;
-/// - an idle timeout (Hummingbird's own, `HTTP1Channel.Configuration.idleTimeout`): a
-///   connection with no request in progress and nothing received for that long is closed.
+/// - the deadlines of ``ConnectionClock``: a request's head, a request's body, a client that
+///   stops reading its response, and an idle connection (Hummingbird's own idle timeout is
+///   not used: it counts a response as done once its last byte is queued, and closing then
+///   drops what the client has not read yet).
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
     let http1: HTTP1Channel
-    let headerTimeout: TimeAmount
+    let deadlines: ConnectionClock.Deadlines
     let connections: ConnectionCounter
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -46,7 +46,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             let connections = self.connections
             channel.closeFuture.whenComplete { _ in connections.release() }
         }
-        let headerTimeout = self.headerTimeout
+        let deadlines = self.deadlines
         return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
             guard admitted else {
                 // Past the cap: the channel is handed on (the server's accept loop must not fail)
@@ -54,11 +54,11 @@ struct GuardedHTTP1Channel: ServerChildChannel {
                 channel.close(promise: nil)
                 return value
             }
-            let clock = HeaderClock(timeout: headerTimeout)
+            let clock = ConnectionClock(deadlines)
             let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(HeaderClock.BytesIn(clock), position: .first)
+            try pipeline.addHandler(ConnectionClock.BytesInOut(clock), position: .first)
             let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
-            try pipeline.addHandler(HeaderClock.PartsInOut(clock), position: .before(state))
+            try pipeline.addHandler(ConnectionClock.PartsInOut(clock), position: .before(state))
             return value
         }
     }
@@ -68,48 +68,146 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     }
 }
 
-/// The header read deadline of one connection, on its event loop. Two handlers share it: one
-/// before the HTTP decoder sees the bytes of a new request arrive and starts the clock, one
-/// after it sees the request head complete (stops the clock) and the response end (the next
-/// request's head is awaited again).
-final class HeaderClock {
-    let timeout: TimeAmount
-    /// Request heads received minus responses ended: 0 means the next head is awaited.
-    private var inFlight = 0
-    private var deadline: Scheduled<Void>?
+/// The deadlines of one connection, on its event loop. Two handlers feed it: one at the socket
+/// (bytes in, and writes out with their completion), one after the HTTP codec (request heads
+/// and ends in, response ends out). At any moment the connection is in one or more of these
+/// states, each with its deadline; the earliest one that passes closes the connection:
+///
+/// - a request head is arriving (its first byte came): ``Deadlines/header`` from that byte;
+/// - a request body is arriving (its head came, not its end): ``Deadlines/body`` from the
+///   head, however the bytes trickle in;
+/// - bytes are written and not yet taken by the client's socket: ``Deadlines/write`` from the
+///   last write that completed (a client that reads, however slowly, keeps it moving; one that
+///   stops reading is cut);
+/// - nothing is in progress (no request open, nothing left to write): ``Deadlines/idle``
+///   from the last byte received or written.
+///
+/// A request being answered (the server working on it) has no deadline of its own.
+final class ConnectionClock {
+    /// The timeouts, as ``SampleServer/Limits`` gives them.
+    struct Deadlines: Sendable {
+        var header: TimeAmount
+        var body: TimeAmount
+        var write: TimeAmount
+        var idle: TimeAmount
+    }
 
-    init(timeout: TimeAmount) { self.timeout = timeout }
+    let deadlines: Deadlines
+    /// When the head now arriving began (its first byte), if one is.
+    private var headStarted: NIODeadline?
+    /// When the head of the request whose body is arriving came, if one is.
+    private var bodyStarted: NIODeadline?
+    /// Request heads received minus responses ended.
+    private var open = 0
+    /// Writes handed to the socket and not completed.
+    private var pendingWrites = 0
+    /// The last write completed (or the first pending one begun).
+    private var lastWriteProgress = NIODeadline.now()
+    /// The last byte received or written.
+    private var lastActivity = NIODeadline.now()
+    private var timer: Scheduled<Void>?
+    private var timerAt: NIODeadline?
+    private var closed = false
 
-    func bytesArrived(_ context: ChannelHandlerContext) {
-        guard inFlight == 0, deadline == nil else { return }
-        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+    init(_ deadlines: Deadlines) { self.deadlines = deadlines }
+
+    /// The earliest deadline that applies now, if any.
+    private var nextDeadline: NIODeadline? {
+        var candidates: [NIODeadline] = []
+        if let headStarted { candidates.append(headStarted + deadlines.header) }
+        if let bodyStarted { candidates.append(bodyStarted + deadlines.body) }
+        if pendingWrites > 0 { candidates.append(lastWriteProgress + deadlines.write) }
+        if open == 0, pendingWrites == 0, headStarted == nil { candidates.append(lastActivity + deadlines.idle) }
+        return candidates.min()
+    }
+
+    /// Closes the connection if a deadline has passed, else sets the timer for the next one.
+    fileprivate func check(_ context: ChannelHandlerContext) {
+        guard !closed else { return }
+        guard let next = nextDeadline else {
+            timer?.cancel()
+            timer = nil
+            timerAt = nil
+            return
+        }
+        if next <= .now() {
+            closed = true
+            timer?.cancel()
+            timer = nil
             context.close(promise: nil)
+            return
+        }
+        // Keep a timer that fires at or before the deadline; an earlier one re-checks.
+        if let timerAt, timerAt <= next, timer != nil { return }
+        timer?.cancel()
+        timerAt = next
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) { [self] in
+            timer = nil
+            timerAt = nil
+            check(context)
         }
     }
 
-    func headArrived() {
-        inFlight += 1
-        stop()
+    fileprivate func stop() {
+        closed = true
+        timer?.cancel()
+        timer = nil
     }
 
-    func responseEnded() { inFlight = max(0, inFlight - 1) }
-
-    func stop() {
-        deadline?.cancel()
-        deadline = nil
+    fileprivate func bytesArrived() {
+        lastActivity = .now()
+        if open == 0, headStarted == nil { headStarted = .now() }
     }
 
-    /// Before the decoder: raw bytes.
-    final class BytesIn: ChannelInboundHandler, RemovableChannelHandler {
+    fileprivate func headArrived() {
+        open += 1
+        headStarted = nil
+        bodyStarted = .now()
+    }
+
+    fileprivate func requestEnded() { bodyStarted = nil }
+
+    fileprivate func responseEnded() { open = max(0, open - 1) }
+
+    fileprivate func writeBegan() {
+        if pendingWrites == 0 { lastWriteProgress = .now() }
+        pendingWrites += 1
+    }
+
+    fileprivate func writeCompleted() {
+        pendingWrites = max(0, pendingWrites - 1)
+        lastWriteProgress = .now()
+        lastActivity = lastWriteProgress
+    }
+
+    /// At the socket: raw bytes in, writes out (each write's completion is progress).
+    final class BytesInOut: ChannelDuplexHandler, RemovableChannelHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
-        let clock: HeaderClock
+        typealias OutboundIn = IOData
+        typealias OutboundOut = IOData
+        let clock: ConnectionClock
 
-        init(_ clock: HeaderClock) { self.clock = clock }
+        init(_ clock: ConnectionClock) { self.clock = clock }
+
+        func handlerAdded(context: ChannelHandlerContext) { clock.check(context) }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            clock.bytesArrived(context)
+            clock.bytesArrived()
+            clock.check(context)
             context.fireChannelRead(data)
+        }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            clock.writeBegan()
+            let done = promise ?? context.eventLoop.makePromise(of: Void.self)
+            let clock = self.clock
+            done.futureResult.assumeIsolated().whenComplete { _ in
+                clock.writeCompleted()
+                clock.check(context)
+            }
+            context.write(data, promise: done)
+            clock.check(context)
         }
 
         func channelInactive(context: ChannelHandlerContext) {
@@ -120,24 +218,30 @@ final class HeaderClock {
         func handlerRemoved(context: ChannelHandlerContext) { clock.stop() }
     }
 
-    /// After the decoder: request and response parts.
+    /// After the codec: request and response parts.
     final class PartsInOut: ChannelDuplexHandler, RemovableChannelHandler {
         typealias InboundIn = HTTP1Channel.Value.InboundPart
         typealias InboundOut = HTTP1Channel.Value.InboundPart
         typealias OutboundIn = HTTP1Channel.Value.OutboundPart
         typealias OutboundOut = HTTP1Channel.Value.OutboundPart
-        let clock: HeaderClock
+        let clock: ConnectionClock
 
-        init(_ clock: HeaderClock) { self.clock = clock }
+        init(_ clock: ConnectionClock) { self.clock = clock }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            if case .head = unwrapInboundIn(data) { clock.headArrived() }
+            switch unwrapInboundIn(data) {
+            case .head: clock.headArrived()
+            case .end: clock.requestEnded()
+            case .body: break
+            }
+            clock.check(context)
             context.fireChannelRead(data)
         }
 
         func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
             if case .end = unwrapOutboundIn(data) { clock.responseEnded() }
             context.write(data, promise: promise)
+            clock.check(context)
         }
     }
 }

@@ -8,7 +8,8 @@ import NIOCore
 /// The routes of the sample backend, over a ``SampleState``.
 struct SampleAPI: Sendable {
     let state: SampleState
-    let knobs: ServerKnobs
+    let requestLog: RequestLog
+    let hooks: ServerHooks
     let maxPageSize: Int
     let limits: SampleServer.Limits
     /// The `/tables` routes, once the server has opened their storage.
@@ -27,8 +28,9 @@ struct SampleAPI: Sendable {
         for field in request.headers { headers[field.name.canonicalName] = field.value }
         let method = request.method.rawValue
         let path = request.uri.path
-        var plan = knobs.arrive(method: method, path: path, headers: headers)
-        if let hold = plan.hold, hold.afterBytes == 0 { await hold.gate.wait() }
+        requestLog.record(method: method, path: path)
+        var plan = hooks.request?.arrive(method: method, path: path, headers: headers) ?? RequestPlan()
+        if let hold = plan.hold, hold.afterBytes == 0 { await hold.wait() }
         var reply: Reply
         if let failure = plan.failure {
             reply = Reply(status: failure.status, body: failure.body)
@@ -50,8 +52,7 @@ struct SampleAPI: Sendable {
             for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
             if tablePath,
                 let answer = await tables.respond(
-                    method: method, path: path, query: query, headers: headers, body: body,
-                    baseURL: "http://" + (request.head.authority ?? headers["host"] ?? "127.0.0.1"),
+                    method: method, path: path, query: query, rawQuery: request.uri.query, headers: headers, body: body,
                     authenticate: { caller($0) })
             {
                 if answer.loseResponse, let channel {
@@ -68,7 +69,7 @@ struct SampleAPI: Sendable {
         return makeResponse(reply, plan: plan)
     }
 
-    private func makeResponse(_ reply: Reply, plan: ServerKnobs.Plan) -> Response {
+    private func makeResponse(_ reply: Reply, plan: RequestPlan) -> Response {
         var fields = HTTPFields()
         if !reply.body.isEmpty { fields[.contentType] = "application/json" }
         for (name, value) in reply.headers {
@@ -82,7 +83,18 @@ struct SampleAPI: Sendable {
         let body = reply.body
         let streamed = plan.chunkSize != nil || (plan.hold?.afterBytes ?? 0) > 0 || plan.dropAfter != nil
         guard streamed, !body.isEmpty else {
-            return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+            var buffer = ByteBuffer(bytes: body)
+            guard buffer.readableBytes > SampleServer.responseChunkBytes else {
+                return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: buffer))
+            }
+            // A large body in pieces: each waits until the client has taken enough of the ones
+            // before (the channel's back-pressure), so the connection's clock sees the response
+            // move as the client reads it, and a client that stops reading holds no more.
+            var pieces: [ByteBuffer] = []
+            while buffer.readableBytes > 0 {
+                pieces.append(buffer.readSlice(length: min(buffer.readableBytes, SampleServer.responseChunkBytes))!)
+            }
+            return Response(status: status, headers: fields, body: ResponseBody(contentsOf: pieces))
         }
         let chunk = max(1, plan.chunkSize ?? 16 << 10)
         let pause = plan.chunkPause
@@ -102,7 +114,7 @@ struct SampleAPI: Sendable {
                     if let drop, offset >= drop { throw DroppedConnection() }
                     if let hold, !held, offset >= hold.afterBytes {
                         held = true
-                        await hold.gate.wait()
+                        await hold.wait()
                     }
                     if pause > .zero { try await Task.sleep(for: pause) }
                 }

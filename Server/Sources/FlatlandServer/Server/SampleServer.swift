@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -31,9 +32,20 @@ public final class SampleServer: Sendable {
         /// How long a request's head (request line and header fields) may take to arrive once
         /// its first byte has: a slower client is disconnected. Default 10 s.
         public var headerTimeout: Duration
-        /// How long a connection may stay open with no request in progress and nothing
-        /// received (keep-alive, or a client that connects and says nothing). Default 60 s.
+        /// How long a connection may stay open with no request in progress, nothing left to
+        /// write and nothing received (keep-alive, or a client that connects and says
+        /// nothing). A response the client is still reading is never cut by it. Default 60 s.
         public var idleTimeout: Duration
+        /// How long a request's body may take to arrive once its head has, however its bytes
+        /// trickle in (independent of ``idleTimeout``): a slower client is disconnected.
+        /// Default 30 s.
+        public var bodyTimeout: Duration
+        /// How long a response may wait for the client to take any of it: a client that stops
+        /// reading is disconnected this long after its socket last took a write (a slow reader
+        /// that keeps reading is not). Responses are written in pieces of at most
+        /// ``SampleServer/responseChunkBytes`` as the client takes them (back-pressure).
+        /// Default 30 s.
+        public var writeTimeout: Duration
         /// The most connections open at once; past it a new connection is closed as soon as it
         /// is accepted, and the open ones are served as before. Default 512.
         public var maxConnections: Int
@@ -44,17 +56,20 @@ public final class SampleServer: Sendable {
         /// How long a registration may wait for its `PUT /session`: then its token stops
         /// working and its user, device and session are removed. Default 10 minutes.
         public var pendingSessionLifetime: Duration
-        /// How many distinct paths ``ServerKnobs`` keeps counts and last headers for; requests
-        /// to further paths are counted only in ``ServerKnobs/totalRequests``. Default 256.
+        /// How many distinct paths the server (and its test controls) keep counts and last
+        /// headers for; requests to further paths are counted only in the total. Default 256.
         public var trackedPaths: Int
 
         /// Limits; every argument has a default.
         public init(
             headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60), maxConnections: Int = 512,
-            maxPendingSessions: Int = 1000, pendingSessionLifetime: Duration = .seconds(600), trackedPaths: Int = 256
+            maxPendingSessions: Int = 1000, pendingSessionLifetime: Duration = .seconds(600), trackedPaths: Int = 256,
+            bodyTimeout: Duration = .seconds(30), writeTimeout: Duration = .seconds(30)
         ) {
             self.headerTimeout = headerTimeout
             self.idleTimeout = idleTimeout
+            self.bodyTimeout = bodyTimeout
+            self.writeTimeout = writeTimeout
             self.maxConnections = maxConnections
             self.maxPendingSessions = maxPendingSessions
             self.pendingSessionLifetime = pendingSessionLifetime
@@ -76,11 +91,19 @@ public final class SampleServer: Sendable {
         public var limits: Limits
         /// The tables served at `/tables/{name}` (a `todoitem` table, in memory, by default).
         public var tables: TableServing
+        /// Where every answered request is logged (`debug`; a 5xx at `info`): method, path,
+        /// status, duration. Silent by default.
+        public var logger: Logger
+        /// Where the server's metrics go (`flatland.server.requests`,
+        /// `flatland.server.request.duration`); nil for the process's `MetricsSystem`.
+        public var metricsFactory: (any MetricsFactory)?
 
         /// A configuration; every argument has a default.
         public init(
             host: String = "127.0.0.1", port: Int = 0, population: SampleState.Population = .init(),
-            maxPageSize: Int = 100_000, limits: Limits = Limits(), tables: TableServing = TableServing()
+            maxPageSize: Int = 100_000, limits: Limits = Limits(), tables: TableServing = TableServing(),
+            logger: Logger = Logger(label: "flatland.server", factory: { _ in SwiftLogNoOpLogHandler() }),
+            metricsFactory: (any MetricsFactory)? = nil
         ) {
             self.host = host
             self.port = port
@@ -88,18 +111,23 @@ public final class SampleServer: Sendable {
             self.maxPageSize = maxPageSize
             self.limits = limits
             self.tables = tables
+            self.logger = logger
+            self.metricsFactory = metricsFactory
         }
     }
+
+    /// The largest piece a response body is written in: the next piece waits until the client
+    /// has taken enough of the last ones (64 KiB).
+    public static let responseChunkBytes = 64 << 10
 
     /// Where and what it serves.
     public let configuration: Configuration
     /// Its data.
     public let state: SampleState
-    /// Its test controls.
-    package let knobs: ServerKnobs
-    /// Faults injected into its table routes, for tests (lost responses, failures, cut bodies,
-    /// delays).
-    package var tableFaults: TableFaults { api.tables.faults }
+    /// Requests counted per path (bounded by ``Limits/trackedPaths``).
+    package let requestLog: RequestLog
+    /// Where tests install their controls (FlatlandServerTesting); empty otherwise.
+    package let hooks: ServerHooks
     let api: SampleAPI
     private let connections: ConnectionCounter
     private let running = NIOLockedValueBox<Running>(Running())
@@ -114,10 +142,11 @@ public final class SampleServer: Sendable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         state = SampleState(population: configuration.population)
-        knobs = ServerKnobs(trackedPaths: configuration.limits.trackedPaths)
+        requestLog = RequestLog(trackedPaths: configuration.limits.trackedPaths)
+        hooks = ServerHooks()
         api = SampleAPI(
-            state: state, knobs: knobs, maxPageSize: configuration.maxPageSize, limits: configuration.limits,
-            tables: TableHost())
+            state: state, requestLog: requestLog, hooks: hooks, maxPageSize: configuration.maxPageSize,
+            limits: configuration.limits, tables: TableHost(hooks: hooks))
         connections = ConnectionCounter(limit: configuration.limits.maxConnections)
     }
 
@@ -135,20 +164,31 @@ public final class SampleServer: Sendable {
         let api = self.api
         let limits = configuration.limits
         let connections = self.connections
+        let telemetry = ServerTelemetry(logger: configuration.logger, factory: configuration.metricsFactory)
         let server = HTTPServerBuilder { responder in
             GuardedHTTP1Channel(
-                http1: HTTP1Channel(
-                    responder: responder, configuration: .init(idleTimeout: TimeAmount(limits.idleTimeout))),
-                headerTimeout: TimeAmount(limits.headerTimeout), connections: connections)
+                http1: HTTP1Channel(responder: responder, configuration: .init(idleTimeout: nil)),
+                deadlines: ConnectionClock.Deadlines(
+                    header: TimeAmount(limits.headerTimeout), body: TimeAmount(limits.bodyTimeout),
+                    write: TimeAmount(limits.writeTimeout), idle: TimeAmount(limits.idleTimeout)),
+                connections: connections)
         }
         return Application(
             responder: CallbackResponder<ChannelRequestContext> { request, context in
-                await api.respond(to: request, channel: context.channel)
+                let start = ContinuousClock.now
+                let response = await api.respond(to: request, channel: context.channel)
+                telemetry.served(
+                    method: request.method.rawValue, path: request.uri.path, status: response.status.code, since: start)
+                return response
             },
             server: server,
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "flatland-sample"),
-            onServerRunning: { channel in onStart(channel.localAddress?.port ?? 0) },
+            onServerRunning: { [tables = api.tables, host = configuration.host] channel in
+                let port = channel.localAddress?.port ?? 0
+                tables.listening(host: host, port: port)
+                onStart(port)
+            },
             logger: Self.logger)
     }
 
@@ -198,7 +238,7 @@ public final class SampleServer: Sendable {
 
     /// Stops serving: held responses are released, connections closed.
     public func stop() async {
-        knobs.releaseAll()
+        hooks.request?.releaseAll()
         let stopping = running.withLockedValue { r -> Running in
             defer { r = Running() }
             return r

@@ -65,6 +65,7 @@ enum SQLDialect: Sendable, Equatable {
     func literal(_ argument: SQLArgument) -> SQLFragment { SQLFragment("?", [argument]) }
 
     /// A JSON field of the row's `data` column, by name (the name bound, never spliced in).
+    /// `name` is a field name (``TableColumnName/isValid(_:)``).
     func jsonField(_ name: String) -> SQLFragment {
         switch self {
         case .sqlite: SQLFragment("json_extract(data, ?)", [.text("$.\"" + name + "\"")])
@@ -76,9 +77,9 @@ enum SQLDialect: Sendable, Equatable {
     func text(_ value: (fragment: SQLFragment, kind: ColumnKind)) -> SQLFragment {
         guard self == .postgres else { return value.fragment }
         switch value.kind {
-        case .text: return value.fragment
+        case .text, .enumeration: return value.fragment
         case .json: return SQLFragment("(") + value.fragment + SQLFragment(" #>> '{}')")
-        case .date, .bool: return SQLFragment("(") + value.fragment + SQLFragment(")::text")
+        case .date, .bool, .number: return SQLFragment("(") + value.fragment + SQLFragment(")::text")
         }
     }
 
@@ -144,7 +145,7 @@ enum SQLDialect: Sendable, Equatable {
     }
 
     /// Where `subject` starts with, contains or ends with `pattern` (both text).
-    func test(_ test: ODataFilter.StringTest, _ s: SQLFragment, _ p: SQLFragment) -> SQLFragment {
+    func test(_ test: StringTest, _ s: SQLFragment, _ p: SQLFragment) -> SQLFragment {
         switch (self, test) {
         case (.sqlite, .startsWith): SQLFragment("(instr(") + s + SQLFragment(", ") + p + SQLFragment(") = 1)")
         case (.sqlite, .contains): SQLFragment("(instr(") + s + SQLFragment(", ") + p + SQLFragment(") > 0)")
@@ -162,10 +163,19 @@ enum SQLDialect: Sendable, Equatable {
     /// One term of an `ORDER BY`. PostgreSQL puts NULL (a missing field) first when ascending,
     /// as SQLite does, and orders text by bytes; a system column (never NULL) is ordered as its
     /// index is.
-    func orderTerm(_ column: (sql: SQLFragment, kind: ColumnKind), descending: Bool) -> SQLFragment {
+    /// A declared field's column (`nullable`) puts NULL first when ascending in PostgreSQL too;
+    /// an enumeration orders by its names' declared positions.
+    func orderTerm(_ column: (sql: SQLFragment, kind: ColumnKind), descending: Bool, nullable: Bool = false)
+        -> SQLFragment
+    {
         let direction = SQLFragment(descending ? " DESC" : " ASC")
+        if case .enumeration(let names) = column.kind {
+            return orderTerm((position(column.sql, names), .number), descending: descending, nullable: nullable)
+        }
         switch (self, column.kind) {
         case (.sqlite, _): return column.sql + direction
+        case (.postgres, _) where nullable && column.kind != .json:
+            return column.sql + direction + SQLFragment(descending ? " NULLS LAST" : " NULLS FIRST")
         case (.postgres, .json):
             // As SQLite orders json_extract's values: NULL first, then numbers (and booleans),
             // then text (by bytes).
@@ -182,6 +192,11 @@ enum SQLDialect: Sendable, Equatable {
     }
 }
 
+/// A test of text against text.
+enum StringTest: Sendable, Equatable {
+    case startsWith, endsWith, contains
+}
+
 /// How a table's columns are reached in SQL, and how values compare there.
 protocol TableColumns: Sendable {
     /// The dialect the columns are written in.
@@ -189,6 +204,19 @@ protocol TableColumns: Sendable {
     /// The SQL expression of a member (a system column, or a field of the row's JSON), with
     /// what kind of value it holds; nil when the member does not exist.
     func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)?
+    /// PostgreSQL: the function that reads text as a `timestamptz` (NULL when it is not one),
+    /// for comparing a date with a free-form field; nil where there is none.
+    var instantFunction: String? { get }
+    /// Whether `member` is a declared field that may be null (its column may hold NULL).
+    func isNullableField(_ member: String) -> Bool
+    /// The type `member` is declared with; nil for a free-form field or a system property.
+    func declaredType(_ member: String) -> TableSchema.FieldType?
+}
+
+extension TableColumns {
+    var instantFunction: String? { nil }
+    func isNullableField(_ member: String) -> Bool { false }
+    func declaredType(_ member: String) -> TableSchema.FieldType? { nil }
 }
 
 /// How a request's names reach a table's columns in a dialect: the system properties under the
@@ -196,10 +224,17 @@ protocol TableColumns: Sendable {
 struct WireColumns: TableColumns {
     var wire: TableWire
     var dialect: SQLDialect
+    /// PostgreSQL: the schema's function that reads text as an instant (``PostgresTableStorage``
+    /// creates it).
+    var instantFunction: String? = nil
+    /// The fields the table declares; nil: free-form rows.
+    var schema: TableSchema? = nil
 
-    func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)? {
-        wire.column(member, dialect: dialect)
-    }
+    func column(_ member: String) -> (sql: SQLFragment, kind: ColumnKind)? { declared(member) }
+
+    func isNullableField(_ member: String) -> Bool { schema?.field(member)?.nullable ?? false }
+
+    func declaredType(_ member: String) -> TableSchema.FieldType? { schema?.field(member)?.type }
 }
 
 /// What a column holds, as far as comparing it is concerned.
@@ -210,123 +245,24 @@ enum ColumnKind: Sendable, Equatable {
     case bool
     /// Text.
     case text
-    /// Any JSON value (a field of a free-form row).
+    /// A number (PostgreSQL: `bigint`, `numeric` or `float8`).
+    case number
+    /// Any JSON value (a field of a free-form row; PostgreSQL: `jsonb`).
     case json
+    /// Text that is one of these names, ordered and compared by their positions.
+    case enumeration([String])
 }
 
-/// A filter that parsed but cannot be run against this table.
-struct FilterTranslationError: Error, Sendable, Equatable, CustomStringConvertible {
-    var message: String
-    var description: String { "$filter: \(message)" }
-}
-
-extension ODataFilter {
-    /// This filter as an SQL condition over `columns`.
-    func sql(_ columns: some TableColumns) throws(FilterTranslationError) -> SQLFragment {
-        switch self {
-        case .and(let a, let b):
-            return SQLFragment("(") + (try a.sql(columns)) + SQLFragment(" AND ") + (try b.sql(columns))
-                + SQLFragment(")")
-        case .or(let a, let b):
-            return SQLFragment("(") + (try a.sql(columns)) + SQLFragment(" OR ") + (try b.sql(columns))
-                + SQLFragment(")")
-        case .not(let a):
-            // SQL's NOT of NULL is NULL (no row); OData's `not` of a missing comparison is true.
-            return SQLFragment("(NOT COALESCE(") + (try a.sql(columns))
-                + SQLFragment(", \(columns.dialect.falseValue)))")
-        case .truth(let operand):
-            return columns.dialect.truth(try operand.sql(columns))
-        case .compare(let left, let op, let right):
-            return try compare(left, op, right, columns)
-        case .test(let test, let subject, let pattern):
-            let dialect = columns.dialect
-            return dialect.test(test, dialect.text(try subject.sql(columns)), dialect.text(try pattern.sql(columns)))
-        }
+/// The names a table's fields may have: a letter or `_`, then letters, digits and `_` (up to
+/// 128 bytes). Any other name (`text"`, `a b`) is refused before it reaches SQL.
+enum TableColumnName {
+    static func isValid(_ name: Substring) -> Bool {
+        guard let first = name.utf8.first, name.utf8.count <= 128 else { return false }
+        func letter(_ b: UInt8) -> Bool { (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F }
+        return letter(first) && name.utf8.allSatisfy { letter($0) || ($0 >= 0x30 && $0 <= 0x39) }
     }
 
-    private func compare(
-        _ left: ODataOperand, _ op: Comparison, _ right: ODataOperand, _ columns: some TableColumns
-    ) throws(FilterTranslationError) -> SQLFragment {
-        if case .null = right { return try nullTest(left, op, columns) }
-        if case .null = left { return try nullTest(right, op, columns) }
-        let l = try left.sql(columns)
-        let r = try right.sql(columns)
-        let symbol: String
-        switch op {
-        case .eq: symbol = " = "
-        case .ne: symbol = " <> "
-        case .gt: symbol = " > "
-        case .ge: symbol = " >= "
-        case .lt: symbol = " < "
-        case .le: symbol = " <= "
-        }
-        // A date column against anything but a date, or a date against text, compares nothing.
-        if (l.kind == .date) != (r.kind == .date), l.kind != .json, r.kind != .json {
-            throw FilterTranslationError(
-                message: "in '\(left.odata) \(op.rawValue) \(right.odata)', a date can only be compared with a date")
-        }
-        let comparison = columns.dialect.comparison(l, symbol, r)
-        // `ne` is true where the field is missing, as a client filtering in memory would find.
-        if op == .ne {
-            return SQLFragment("(") + l.fragment + SQLFragment(" IS NULL OR ") + r.fragment
-                + SQLFragment(" IS NULL OR ") + comparison + SQLFragment(")")
-        }
-        return comparison
-    }
-
-    private func nullTest(_ operand: ODataOperand, _ op: Comparison, _ columns: some TableColumns)
-        throws(FilterTranslationError) -> SQLFragment
-    {
-        let value = try operand.sql(columns).fragment
-        switch op {
-        case .eq: return SQLFragment("(") + value + SQLFragment(" IS NULL)")
-        case .ne: return SQLFragment("(") + value + SQLFragment(" IS NOT NULL)")
-        default:
-            throw FilterTranslationError(
-                message: "in '\(operand.odata) \(op.rawValue) null', null can only be compared with eq or ne")
-        }
-    }
-}
-
-extension ODataOperand {
-    /// The operand as OData text, to say where a filter fails.
-    var odata: String {
-        switch self {
-        case .member(let name): name
-        case .string(let text): "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
-        case .number(let text, _): text
-        case .bool(let value): value ? "true" : "false"
-        case .null: "null"
-        case .date(let micros): "datetimeoffset'\(TableRow.dateString(micros))'"
-        case .toLower(let inner): "tolower(\(inner.odata))"
-        case .toUpper(let inner): "toupper(\(inner.odata))"
-        }
-    }
-
-    func sql(_ columns: some TableColumns) throws(FilterTranslationError) -> (fragment: SQLFragment, kind: ColumnKind) {
-        switch self {
-        case .member(let name):
-            guard let column = columns.column(name) else {
-                throw FilterTranslationError(message: "the table has no field '\(name)'")
-            }
-            return (column.sql, column.kind)
-        case .string(let s): return (SQLFragment("?", [.text(s)]), .text)
-        case .number(let text, let isInteger):
-            let number: SQLArgument =
-                isInteger ? Int64(text).map(SQLArgument.integer) ?? .real(Double(text) ?? 0) : .real(Double(text) ?? 0)
-            return (columns.dialect.json((SQLFragment("?", [number]), .text)), .json)
-        case .bool(let b):
-            return (SQLFragment("?", [columns.dialect == .sqlite ? .integer(b ? 1 : 0) : .bool(b)]), .bool)
-        case .null: return (SQLFragment("NULL"), .json)
-        case .date(let micros): return (SQLFragment("?", [.integer(micros)]), .date)
-        case .toLower(let inner):
-            let value = columns.dialect.text(try inner.sql(columns))
-            return (SQLFragment("lower(") + value + SQLFragment(")"), .text)
-        case .toUpper(let inner):
-            let value = columns.dialect.text(try inner.sql(columns))
-            return (SQLFragment("upper(") + value + SQLFragment(")"), .text)
-        }
-    }
+    static func isValid(_ name: String) -> Bool { isValid(name[...]) }
 }
 
 extension TableWire {
@@ -346,8 +282,13 @@ extension TableWire {
 }
 
 extension TableRowQuery {
+    /// The most arguments a filter may bind, and the longest SQL it may come to: below every
+    /// database's own limits, so that a long filter is a clear 400 rather than a database error.
+    static let maxArguments = 30_000
+    static let maxSQLBytes = 4 << 20
+
     /// The query's `WHERE` condition (deleted rows, owner, filter) and `ORDER BY` terms (the
-    /// asked order, then `id`), over `columns`.
+    /// asked order, then `id`, so that pages never overlap), over `columns`.
     func sql(_ columns: some TableColumns) throws(TableStorageError) -> (condition: SQLFragment, order: SQLFragment) {
         let dialect = columns.dialect
         var condition = SQLFragment(includeDeleted ? "1 = 1" : (dialect == .sqlite ? "deleted = 0" : "NOT deleted"))
@@ -355,20 +296,49 @@ extension TableRowQuery {
             condition = condition + SQLFragment(" AND owner = ?", [.text(owner)])
         }
         if let filter {
+            let translated: SQLFragment
             do {
-                condition = SQLFragment("(") + condition + SQLFragment(") AND ") + (try filter.sql(columns))
+                translated = try FilterTranslator(columns: columns).condition(filter)
             } catch {
                 throw TableStorageError(code: .badQuery, message: error.description)
             }
+            guard translated.arguments.count <= Self.maxArguments, translated.sql.utf8.count <= Self.maxSQLBytes else {
+                throw TableStorageError(code: .badQuery, message: "$filter: the filter is too large to run")
+            }
+            condition = SQLFragment("(") + condition + SQLFragment(") AND ") + translated
         }
         var order = SQLFragment("")
         for term in orderBy {
+            // `id` is unique: the terms after it change nothing.
+            if term.field == "id" {
+                return (condition, order + dialect.orderTerm((SQLFragment("id"), .text), descending: term.descending))
+            }
+            guard TableColumnName.isValid(term.field) else {
+                throw TableStorageError(code: .badQuery, message: "$orderby: '\(term.field)' is not a field name")
+            }
             guard let column = columns.column(term.field) else {
                 throw TableStorageError(code: .badQuery, message: "$orderby: the table has no field '\(term.field)'")
             }
-            order = order + dialect.orderTerm(column, descending: term.descending) + SQLFragment(", ")
+            order =
+                order
+                + dialect.orderTerm(column, descending: term.descending, nullable: columns.isNullableField(term.field))
+                + SQLFragment(", ")
         }
+        // `id` last: the order is total, so pages never overlap or skip a row.
         order = order + dialect.orderTerm((SQLFragment("id"), .text), descending: false)
         return (condition, order)
+    }
+
+    /// Refuses a `$select` naming something that is not a field name, or (a declared table) a
+    /// field the table does not have.
+    static func checkSelect(_ select: [String]?, _ columns: WireColumns) throws(TableStorageError) {
+        for name in select ?? [] {
+            guard TableColumnName.isValid(name) else {
+                throw TableStorageError(code: .badQuery, message: "$select: '\(name)' is not a field name")
+            }
+            guard columns.schema == nil || columns.column(name) != nil else {
+                throw TableStorageError(code: .badQuery, message: "$select: the table has no field '\(name)'")
+            }
+        }
     }
 }

@@ -2,6 +2,7 @@ import FlatlandJSON
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 
 /// The table server's rows in PostgreSQL, through postgres-nio's `PostgresClient` (its own
 /// connection pool), shared by every server instance on the same database.
@@ -18,6 +19,8 @@ final class PostgresTableStorage: TableStorage {
     let location: PostgresLocation
     private let client: PostgresClient
     private let runner: Task<Void, Never>
+    /// The schemas of the declared tables, by name (set by ``prepare(_:)``).
+    private let schemas = Mutex<[String: TableSchema]>([:])
     private static let logger: Logger = {
         var logger = Logger(label: "flatland.tables.postgres")
         logger.logLevel = .critical
@@ -108,6 +111,41 @@ final class PostgresTableStorage: TableStorage {
         return TableStorageError(code: .storage, message: "the tables' database failed: \(explain(error))")
     }
 
+    /// A query's read. The answer to a client never holds PostgreSQL's message (only its
+    /// SQLSTATE); a data exception or a program limit (class 22 or 54: a filter whose
+    /// arithmetic overflows, a statement too complex) is the client's
+    /// ``TableStorageError/Code/badQuery``.
+    private func queryRead<T: Sendable>(_ body: (PostgresConnection) async throws -> T)
+        async throws(TableStorageError) -> T
+    {
+        do {
+            return try await client.withConnection { connection in try await body(connection) }
+        } catch let error as TableStorageError {
+            throw error
+        } catch {
+            let state = (error as? PSQLError)?.serverInfo?[.sqlState]
+            if let state, state.hasPrefix("22") || state.hasPrefix("54") {
+                throw TableStorageError(
+                    code: .badQuery,
+                    message: "$filter: the filter cannot be evaluated on this table's rows (error \(state))")
+            }
+            throw TableStorageError(
+                code: .storage, message: "the tables' database failed" + (state.map { " (error \($0))" } ?? ""))
+        }
+    }
+
+    /// The function that reads text as an instant, NULL when it is not one (a filter compares
+    /// a date with a free-form field through it): ISO 8601 with or without an offset (UTC).
+    private var instantFunction: String { "\(schema).flatland_instant" }
+    /// The function that reads text as microseconds since the epoch (a declared `datetime`).
+    private var microsFunction: String { "\(schema).flatland_micros" }
+
+    /// The columns of `table` under `wire`'s names.
+    private func columns(_ table: String, _ wire: TableWire) -> WireColumns {
+        WireColumns(
+            wire: wire, dialect: .postgres, instantFunction: instantFunction, schema: schemas.withLock { $0[table] })
+    }
+
     // MARK: Schema
 
     /// The schema, run under an advisory lock so that instances starting at once on one
@@ -132,6 +170,31 @@ final class PostgresTableStorage: TableStorage {
             CREATE INDEX IF NOT EXISTS flatland_table_idempotency_expiry
             ON \(schema).flatland_table_idempotency (expires_at)
             """,
+            """
+            CREATE INDEX IF NOT EXISTS flatland_table_idempotency_scope
+            ON \(schema).flatland_table_idempotency (scope, expires_at)
+            """,
+            """
+            CREATE OR REPLACE FUNCTION \(instantFunction)(t text) RETURNS timestamptz
+            LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+            BEGIN
+                IF t ~ '^\\d{4}-\\d{2}-\\d{2}([Tt ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)*)*)*([Zz]|[+-]\\d{2}:\\d{2})$' THEN
+                    RETURN t::timestamptz;
+                END IF;
+                IF t ~ '^\\d{4}-\\d{2}-\\d{2}([Tt ]\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)*)*)*$' THEN
+                    RETURN t::timestamp AT TIME ZONE 'UTC';
+                END IF;
+                RETURN NULL;
+            EXCEPTION WHEN others THEN
+                RETURN NULL;
+            END
+            $$
+            """,
+            """
+            CREATE OR REPLACE FUNCTION \(microsFunction)(t text) RETURNS bigint
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+            RETURN CAST(floor(extract(epoch from \(instantFunction)(t)) * 1000000) AS bigint)
+            """,
         ]
         for table in tables {
             let t = sqlTable(table.name)
@@ -147,6 +210,16 @@ final class PostgresTableStorage: TableStorage {
                 "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_live\" ON \(t) (deleted, id)",
                 "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_owner\" ON \(t) (owner, updated_at, id)",
             ]
+            // A declared table's typed columns, generated from the row's JSON, and their indexes.
+            for field in table.schema?.fields ?? [] where field.hasColumn {
+                statements.append(
+                    "ALTER TABLE \(t) ADD COLUMN IF NOT EXISTS \(field.postgresDefinition(micros: microsFunction))")
+                if field.indexed {
+                    statements.append(
+                        "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_f_\(field.name)\" ON \(t) (\(field.column), id)"
+                    )
+                }
+            }
         }
         return statements
     }
@@ -175,6 +248,9 @@ final class PostgresTableStorage: TableStorage {
             for sql in migration(tables) { _ = try await Self.rows(connection, sql) }
             try await connection.query("COMMIT", logger: Self.logger)
             try await connection.close()
+            schemas.withLock { schemas in
+                for table in tables { schemas[table.name] = table.schema }
+            }
         } catch {
             try? await connection.close()
             throw TableStorageError(
@@ -363,16 +439,19 @@ final class PostgresTableStorage: TableStorage {
                 let (scope, key, id, createdAt, updatedAt, version, deleted, data, method, path, status) =
                     try found.decode(
                         (String, String, String, Int64, Int64, Int64, Bool, String, String, String, Int).self)
-                guard case .object(let fields) = try JSONValue(parsing: data) else {
-                    throw TableStorageError(code: .storage, message: "a remembered row is not a JSON object")
-                }
-                let row = TableRow(
-                    id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted,
-                    fields: fields)
-                records[[scope, key]] = TableIdempotencyRecord(method: method, path: path, status: status, row: row)
+                records[[scope, key]] = try TableIdempotencyRecord.stored(
+                    method: method, path: path, status: status, id: id, createdAt: createdAt, updatedAt: updatedAt,
+                    version: version, deleted: deleted, data: data)
             }
             for (index, write) in writes.enumerated() {
-                guard let key = write.idempotency, let record = records[[key.scope, key.key]] else { continue }
+                guard let key = write.idempotency, var record = records[[key.scope, key.key]] else { continue }
+                // A record without its row's copy: the row as it is now, if its version is the same.
+                if !record.complete, let found = try await fetchOwned(connection, write.table, id: record.row.id),
+                    write.owner == nil || found.owner == write.owner, found.row.version == record.row.version
+                {
+                    record.row = found.row
+                    record.complete = true
+                }
                 results[index] = .failure(
                     TableStorageError(
                         code: .replayed, message: "the idempotency key '\(key.key)' was used before", replay: record))
@@ -458,7 +537,7 @@ final class PostgresTableStorage: TableStorage {
         binds.append(records.map(\.1.updatedAt))
         binds.append(records.map(\.1.version))
         binds.append(records.map(\.1.deleted))
-        binds.append(records.map { JSONValue.object($0.1.fields).jsonString() })
+        binds.append(records.map { $0.0.kept(JSONValue.object($0.1.fields).jsonString()) })
         binds.append(records.map(\.0.ttl))
         let table = "\(schema).flatland_table_idempotency"
         let sql = """
@@ -479,6 +558,16 @@ final class PostgresTableStorage: TableStorage {
         let recorded = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: Self.logger)
             .collect()
         guard recorded.count == records.count else { throw LostRace() }
+        // Each scope keeps its newest records only (TableIdempotency.maxPerScope).
+        for (scope, cap) in Set(records.map { [$0.0.scope, String($0.0.maxPerScope)] }).map({ ($0[0], Int($0[1]) ?? 0) }
+        ) {
+            _ = try await Self.rows(
+                connection,
+                """
+                DELETE FROM \(table) WHERE scope = ? AND expires_at <= (
+                    SELECT expires_at FROM \(table) WHERE scope = ? ORDER BY expires_at DESC LIMIT 1 OFFSET ?)
+                """, [.text(scope), .text(scope), .integer(Int64(cap))])
+        }
         if records.contains(where: { $0.1.version % 128 == 0 }) {
             _ = try await Self.rows(connection, "DELETE FROM \(table) WHERE expires_at <= \(Self.clockMicros)")
         }
@@ -513,17 +602,36 @@ final class PostgresTableStorage: TableStorage {
     /// answers instead (``TableStorageError/Code/replayed``), and a write that succeeds is
     /// recorded with it.
     private func keyed(_ connection: PostgresConnection, _ write: TableWrite) async throws -> TableRow {
-        if let idempotency = write.idempotency, let record = try await remembered(connection, idempotency) {
+        if let idempotency = write.idempotency, var record = try await remembered(connection, idempotency) {
+            // A record without its row's copy: the row as it is now, if its version is the same.
+            if !record.complete, let found = try await fetchOwned(connection, write.table, id: record.row.id),
+                write.owner == nil || found.owner == write.owner, found.row.version == record.row.version
+            {
+                record.row = found.row
+                record.complete = true
+            }
             throw TableStorageError(
                 code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before", replay: record)
         }
         let row: TableRow
         switch write.kind {
         case .insert(let fields):
-            row = try await insert(connection, write.table, id: write.id, fields: fields, owner: write.owner)
+            do {
+                row = try await insert(connection, write.table, id: write.id, fields: fields, owner: write.owner)
+            } catch let error as TableStorageError where error.code == .exists {
+                // The same keyed insert sent twice at once: the other one's insert made this one
+                // wait and find the id taken, and its record is committed with it. It answers.
+                if let idempotency = write.idempotency, let record = try await remembered(connection, idempotency) {
+                    throw TableStorageError(
+                        code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before",
+                        replay: record)
+                }
+                throw error
+            }
         case .update(let fields, let replace, let allowDeleted):
             row = try await self.write(connection, write, allowDeleted: allowDeleted) { row in
                 row.fields = replace ? fields : row.fields.merging(fields)
+                if let mark = write.deletedMark { row.deleted = mark }
             }
         case .delete(let soft):
             row = try await self.write(connection, write, allowDeleted: false, remove: !soft) { row in
@@ -550,12 +658,9 @@ final class PostgresTableStorage: TableStorage {
         }
         let (id, createdAt, updatedAt, version, deleted, data, method, path, status) = try found.decode(
             (String, Int64, Int64, Int64, Bool, String, String, String, Int).self)
-        guard case .object(let fields) = try JSONValue(parsing: data) else {
-            throw TableStorageError(code: .storage, message: "a remembered row is not a JSON object")
-        }
-        let row = TableRow(
-            id: id, createdAt: createdAt, updatedAt: updatedAt, version: version, deleted: deleted, fields: fields)
-        return TableIdempotencyRecord(method: method, path: path, status: status, row: row)
+        return try TableIdempotencyRecord.stored(
+            method: method, path: path, status: status, id: id, createdAt: createdAt, updatedAt: updatedAt,
+            version: version, deleted: deleted, data: data)
     }
 
     /// Records a write under its key (``rememberAll(_:_:)`` of one).
@@ -579,7 +684,7 @@ final class PostgresTableStorage: TableStorage {
         if row.deleted, !allowDeleted {
             throw TableStorageError(code: .deleted, message: "The item is deleted", current: row)
         }
-        if let expectedVersion = write.expectedVersion, expectedVersion != row.version {
+        if write.preconditionFails(row) {
             throw TableStorageError(
                 code: .versionMismatch, message: "the item has changed since version was read", current: row)
         }
@@ -613,7 +718,7 @@ final class PostgresTableStorage: TableStorage {
         rows: [TableRow], count: Int?
     ) {
         let (select, count) = try statements(table, query, wire: wire)
-        return try await read { connection in
+        return try await queryRead { connection in
             let rows = try await Self.rows(connection, select.sql, select.arguments).map { try Self.decode($0).row }
             return (rows, try await Self.count(connection, count, if: query.includeCount))
         }
@@ -633,12 +738,13 @@ final class PostgresTableStorage: TableStorage {
     func encodedQuery(_ table: String, _ query: TableRowQuery, wire: TableWire, select: [String]?)
         async throws(TableStorageError) -> (rows: [[UInt8]], count: Int?)
     {
+        try TableRowQuery.checkSelect(select, columns(table, wire))
         guard select == nil else {
             let (rows, count) = try await self.query(table, query, wire: wire)
             return (TableRow.encoded(rows, wire, select: select), count)
         }
         let (select, count) = try statements(table, query, wire: wire)
-        return try await read { connection in
+        return try await queryRead { connection in
             var writer = JSONWriter()
             var rows: [[UInt8]] = []
             for row in try await Self.rows(connection, select.sql, select.arguments) {
@@ -661,7 +767,7 @@ final class PostgresTableStorage: TableStorage {
     private func statements(_ table: String, _ query: TableRowQuery, wire: TableWire) throws(TableStorageError) -> (
         rows: SQLFragment, count: SQLFragment
     ) {
-        let (condition, order) = try query.sql(WireColumns(wire: wire, dialect: .postgres))
+        let (condition, order) = try query.sql(columns(table, wire))
         let t = sqlTable(table)
         let select =
             SQLFragment("SELECT \(Self.columns) FROM \(t) WHERE ") + condition + SQLFragment(" ORDER BY ") + order

@@ -2,6 +2,7 @@ import Flatland
 import FlatlandJSON
 import Foundation
 import GRDB
+import Synchronization
 
 /// The table server's rows in SQLite, through GRDB: one SQL table per declared table, the row's
 /// fields as JSON beside its system columns, and one clock for `updatedAt` and `version`.
@@ -12,6 +13,8 @@ import GRDB
 final class SQLiteTableStorage: TableStorage {
     private let writer: any DatabaseWriter
     private let now: @Sendable () -> Int64
+    /// The schemas of the declared tables, by name (set by ``prepare(_:)``).
+    private let schemas = Mutex<[String: TableSchema]>([:])
 
     /// In memory (`path` nil) or in a file.
     init(path: String?, now: @escaping @Sendable () -> Int64 = SQLiteTableStorage.wallClock) throws(TableStorageError) {
@@ -78,7 +81,14 @@ final class SQLiteTableStorage: TableStorage {
     /// first. ``apply(_:)`` counts on it to run many writes without a savepoint each.
     private func keyed(_ db: Database, _ write: TableWrite) throws -> TableRow {
         let now = self.now()
-        if let idempotency = write.idempotency, let record = try Self.remembered(db, idempotency, now: now) {
+        if let idempotency = write.idempotency, var record = try Self.remembered(db, idempotency, now: now) {
+            // A record without its row's copy: the row as it is now, if its version is the same.
+            if !record.complete, let row = try Self.fetch(db, write.table, id: record.row.id, owner: write.owner),
+                row.version == record.row.version
+            {
+                record.row = row
+                record.complete = true
+            }
             throw TableStorageError(
                 code: .replayed, message: "the idempotency key '\(idempotency.key)' was used before", replay: record)
         }
@@ -97,12 +107,16 @@ final class SQLiteTableStorage: TableStorage {
                 FROM flatland_table_idempotency WHERE scope = ? AND key = ? AND expires_at > ?
                 """)
         return try Row.fetchOne(statement, arguments: [key.scope, key.key, now]).map { row in
-            TableIdempotencyRecord(method: row[6], path: row[7], status: row[8], row: try decode(row))
+            try TableIdempotencyRecord.stored(
+                method: row[6], path: row[7], status: row[8], id: row[0], createdAt: row[1], updatedAt: row[2],
+                version: row[3], deleted: row[4] as Int64 != 0, data: row[5])
         }
     }
 
-    /// Records a write under its key (`data`: the row's fields as stored); every 128th version
-    /// also prunes the records past their time.
+    /// Records a write under its key (`data`: the row's fields as stored, kept only up to
+    /// ``TableIdempotency/maxRowBytes``), forgets the scope's oldest records past
+    /// ``TableIdempotency/maxPerScope``; every 128th version also prunes the records past their
+    /// time.
     private static func remember(_ db: Database, _ key: TableIdempotency, _ row: TableRow, data: String, now: Int64)
         throws
     {
@@ -114,8 +128,15 @@ final class SQLiteTableStorage: TableStorage {
                 """
         ).execute(arguments: [
             key.scope, key.key, key.method, key.path, key.status, row.id, row.createdAt, row.updatedAt,
-            row.version, row.deleted ? 1 : 0, data, now + key.ttl,
+            row.version, row.deleted ? 1 : 0, key.kept(data), now + key.ttl,
         ])
+        try db.cachedStatement(
+            sql: """
+                DELETE FROM flatland_table_idempotency WHERE scope = ? AND expires_at <= (
+                    SELECT expires_at FROM flatland_table_idempotency WHERE scope = ?
+                    ORDER BY expires_at DESC LIMIT 1 OFFSET ?)
+                """
+        ).execute(arguments: [key.scope, key.scope, key.maxPerScope])
         if row.version % 128 == 0 {
             try db.execute(sql: "DELETE FROM flatland_table_idempotency WHERE expires_at <= ?", arguments: [now])
         }
@@ -133,10 +154,40 @@ final class SQLiteTableStorage: TableStorage {
     {
         do {
             return writing ? try await writer.write(body) : try await writer.read(body)
-        } catch let error as TableStorageError {
-            throw error
         } catch {
-            throw TableStorageError(code: .storage, message: "the tables' database failed: \(error)")
+            throw Self.failure(error)
+        }
+    }
+
+    /// `error` as the storage's: a client's answer never holds the statement or SQLite's
+    /// message, only its code.
+    private static func failure(_ error: any Error) -> TableStorageError {
+        if let error = error as? TableStorageError { return error }
+        if let error = error as? DatabaseError {
+            return TableStorageError(
+                code: .storage, message: "the tables' database failed (error \(error.resultCode.rawValue))")
+        }
+        return TableStorageError(code: .storage, message: "the tables' database failed")
+    }
+
+    /// A query's read: a statement SQLite refuses as too large or too deep for it (a filter
+    /// past its limits that got through ``TableRowQuery/sql(_:)``'s own) is the client's
+    /// ``TableStorageError/Code/badQuery``, not a failure of the database.
+    private func queryRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T)
+        async throws(TableStorageError) -> T
+    {
+        do {
+            return try await writer.read(body)
+        } catch let error as DatabaseError
+            where error.resultCode == .SQLITE_TOOBIG || error.resultCode == .SQLITE_RANGE
+            || (error.resultCode == .SQLITE_ERROR
+                && ["too large", "too many", "stack overflow", "too deep"].contains {
+                    error.message?.contains($0) ?? false
+                })
+        {
+            throw TableStorageError(code: .badQuery, message: "$filter: the filter is too large or too deep to run")
+        } catch {
+            throw Self.failure(error)
         }
     }
 
@@ -154,6 +205,8 @@ final class SQLiteTableStorage: TableStorage {
                         data TEXT NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (scope, key));
                     CREATE INDEX IF NOT EXISTS flatland_table_idempotency_expiry
                         ON flatland_table_idempotency (expires_at);
+                    CREATE INDEX IF NOT EXISTS flatland_table_idempotency_scope
+                        ON flatland_table_idempotency (scope, expires_at);
                     """)
             for table in tables {
                 let t = Self.sqlTable(table.name)
@@ -174,8 +227,36 @@ final class SQLiteTableStorage: TableStorage {
                 }
                 try db.execute(
                     sql: "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_owner\" ON \(t) (owner, updated_at, id)")
+                try Self.declare(db, table)
             }
         }
+        schemas.withLock { schemas in
+            for table in tables { schemas[table.name] = table.schema }
+        }
+    }
+
+    /// A declared table's typed columns (generated from the row's JSON, added to a table from
+    /// before them) and their indexes.
+    private static func declare(_ db: Database, _ table: TableDefinition) throws {
+        guard let schema = table.schema else { return }
+        let existing = Set(
+            try String.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?)", arguments: ["tbl_\(table.name)"]))
+        for field in schema.fields where field.hasColumn {
+            if !existing.contains("f_\(field.name)") {
+                try db.execute(sql: "ALTER TABLE \(sqlTable(table.name)) ADD COLUMN \(field.sqliteDefinition)")
+            }
+            if field.indexed {
+                try db.execute(
+                    sql:
+                        "CREATE INDEX IF NOT EXISTS \"tbl_\(table.name)_f_\(field.name)\" ON \(sqlTable(table.name)) (\(field.column), id)"
+                )
+            }
+        }
+    }
+
+    /// The columns of `table` under `wire`'s names.
+    private func columns(_ table: String, _ wire: TableWire) -> WireColumns {
+        WireColumns(wire: wire, dialect: .sqlite, schema: schemas.withLock { $0[table] })
     }
 
     /// The next `updatedAt` and `version`: the clock's time, or one microsecond past the last one.
@@ -254,14 +335,13 @@ final class SQLiteTableStorage: TableStorage {
                 fields: fields)
             return (row, try Self.write(db, table, row, insert: true, owner: owner))
         case .update(let fields, let replace, let allowDeleted):
-            var row = try Self.current(
-                db, table, id: id, expectedVersion: write.expectedVersion, allowDeleted: allowDeleted, owner: owner)
+            var row = try Self.current(db, write, allowDeleted: allowDeleted)
             row.fields = replace ? fields : row.fields.merging(fields)
+            if let mark = write.deletedMark { row.deleted = mark }
             (row.updatedAt, row.version) = try tick(db)
             return (row, try Self.write(db, table, row, insert: false))
         case .delete(let soft):
-            var row = try Self.current(
-                db, table, id: id, expectedVersion: write.expectedVersion, allowDeleted: false, owner: owner)
+            var row = try Self.current(db, write, allowDeleted: false)
             guard soft else {
                 try db.cachedStatement(sql: "DELETE FROM \(Self.sqlTable(table)) WHERE id = ?").execute(arguments: [id])
                 return (row, JSONValue.object(row.fields).jsonString())
@@ -270,7 +350,7 @@ final class SQLiteTableStorage: TableStorage {
             (row.updatedAt, row.version) = try tick(db)
             return (row, try Self.write(db, table, row, insert: false))
         case .undelete:
-            var row = try Self.current(db, table, id: id, expectedVersion: write.expectedVersion, owner: owner)
+            var row = try Self.current(db, write)
             row.deleted = false
             (row.updatedAt, row.version) = try tick(db)
             return (row, try Self.write(db, table, row, insert: false))
@@ -281,18 +361,16 @@ final class SQLiteTableStorage: TableStorage {
         try await read { db in try Self.fetch(db, table, id: id, owner: owner) }
     }
 
-    /// Loads the row a write is about, checking that it exists and has the expected version.
-    private static func current(
-        _ db: Database, _ table: String, id: String, expectedVersion: Int64?, allowDeleted: Bool = true,
-        owner: String?
-    ) throws -> TableRow {
-        guard let row = try fetch(db, table, id: id, owner: owner) else {
+    /// Loads the row a write is about, checking that it exists and meets the write's
+    /// preconditions (``TableWrite/preconditionFails(_:)``).
+    private static func current(_ db: Database, _ write: TableWrite, allowDeleted: Bool = true) throws -> TableRow {
+        guard let row = try fetch(db, write.table, id: write.id, owner: write.owner) else {
             throw TableStorageError(code: .notFound, message: "The item does not exist")
         }
         if row.deleted, !allowDeleted {
             throw TableStorageError(code: .deleted, message: "The item is deleted", current: row)
         }
-        if let expectedVersion, expectedVersion != row.version {
+        if write.preconditionFails(row) {
             throw TableStorageError(
                 code: .versionMismatch, message: "the item has changed since version was read", current: row)
         }
@@ -302,8 +380,8 @@ final class SQLiteTableStorage: TableStorage {
     func query(_ table: String, _ query: TableRowQuery, wire: TableWire) async throws(TableStorageError) -> (
         rows: [TableRow], count: Int?
     ) {
-        let statements = try Self.statements(table, query, wire: wire)
-        return try await read { db in
+        let statements = try Self.statements(table, query, columns(table, wire))
+        return try await queryRead { db in
             let rows = try Row.fetchAll(db, sql: statements.select, arguments: statements.selectArguments).map(
                 Self.decode)
             return (rows, try statements.count(db))
@@ -315,12 +393,13 @@ final class SQLiteTableStorage: TableStorage {
     func encodedQuery(_ table: String, _ query: TableRowQuery, wire: TableWire, select: [String]?)
         async throws(TableStorageError) -> (rows: [[UInt8]], count: Int?)
     {
+        try TableRowQuery.checkSelect(select, columns(table, wire))
         guard select == nil else {
             let (rows, count) = try await self.query(table, query, wire: wire)
             return (TableRow.encoded(rows, wire, select: select), count)
         }
-        let statements = try Self.statements(table, query, wire: wire)
-        return try await read { db in
+        let statements = try Self.statements(table, query, columns(table, wire))
+        return try await queryRead { db in
             var rows: [[UInt8]] = []
             var writer = JSONWriter()
             let cursor = try Row.fetchCursor(db, sql: statements.select, arguments: statements.selectArguments)
@@ -350,10 +429,10 @@ final class SQLiteTableStorage: TableStorage {
         }
     }
 
-    private static func statements(_ table: String, _ query: TableRowQuery, wire: TableWire)
+    private static func statements(_ table: String, _ query: TableRowQuery, _ columns: WireColumns)
         throws(TableStorageError) -> QueryStatements
     {
-        let (condition, order) = try query.sql(WireColumns(wire: wire, dialect: .sqlite))
+        let (condition, order) = try query.sql(columns)
         let t = sqlTable(table)
         return QueryStatements(
             select:

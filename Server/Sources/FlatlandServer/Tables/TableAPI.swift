@@ -12,16 +12,32 @@ struct TableAPI: Sendable {
     struct Configuration: Sendable {
         var tables: [TableDefinition] = [TableDefinition(name: "todoitem")]
         var protocols: Set<TableWire.Version> = [.v2, .v3]
-        /// Rows in a page when the request gives no `$top`.
-        var pageSize = 50
-        /// The largest `$top` accepted; more is a 400.
-        var maxTop = 1000
+        /// Rows in a page (a larger `$top` gets a page and a next link); nil: the protocol's
+        /// default (``TableServing/defaultPageSize(_:)``).
+        var pageSize: Int? = nil
+        /// The largest `$top` accepted, more is a 400; nil: the protocol's default
+        /// (``TableServing/defaultMaxTop(_:)``).
+        var maxTop: Int? = nil
         /// The largest body read; more is a 413 (the server checks it while reading the body).
         var maxBodyBytes = TableServing.defaultMaxBodyBytes
         /// How long a write's idempotency key is remembered.
         var idempotencyTTL: Duration = TableServing.defaultIdempotencyTTL
+        /// What links are built on, when set (``TableServing/publicURL``).
+        var publicURL: String? = nil
+        /// The largest row an idempotency record keeps a copy of (``TableIdempotency/maxRowBytes``).
+        var idempotencyMaxRowBytes = TableIdempotency.defaultMaxRowBytes
+        /// The most idempotency records one caller keeps (``TableIdempotency/maxPerScope``).
+        var idempotencyMaxKeysPerCaller = TableIdempotency.defaultMaxPerScope
         /// The most operations one `$batch` takes; more is a 413.
         var maxBatchOperations = 1000
+
+        /// The page size `version` gets.
+        func pageSize(_ version: TableWire.Version) -> Int {
+            max(1, pageSize ?? TableServing.defaultPageSize(version))
+        }
+
+        /// The largest `$top` `version` may ask for.
+        func maxTop(_ version: TableWire.Version) -> Int { maxTop ?? TableServing.defaultMaxTop(version) }
     }
 
     let storage: any TableStorage
@@ -38,6 +54,10 @@ struct TableAPI: Sendable {
 
     typealias Reply = SampleAPI.Reply
 
+    /// Whether v3's `nextLink` is the query string alone, as Datasync writes it, rather than an
+    /// absolute URL on the server's address.
+    static let v3NextLinkIsQueryString = true
+
     static func error(_ status: Int, _ message: String) -> Reply {
         var writer = JSONWriter()
         writer.beginObject()
@@ -50,8 +70,9 @@ struct TableAPI: Sendable {
     /// The reply to a request whose path starts with `/tables`, or nil for any other path.
     /// `authenticate` names the caller a session token belongs to.
     func respond(
-        method: String, path: String, query: [String: String], headers: [String: String], body: [UInt8],
-        baseURL: String, authenticate: (String) -> SampleAPI.Caller = { _ in .invalid }, faults: TableFaults? = nil
+        method: String, path: String, query: [String: String], rawQuery: String? = nil, headers: [String: String],
+        body: [UInt8], baseURL: String, authenticate: (String) -> SampleAPI.Caller = { _ in .invalid },
+        faults: (any TableFaultHook)? = nil
     ) async -> Reply? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         guard parts.first == "tables" else { return nil }
@@ -75,12 +96,16 @@ struct TableAPI: Sendable {
         case .failure(let refusal): return refusal.reply
         case .success(let w): wire = w
         }
+        if let bad = query.first(where: { TableBody.hasNUL($0.key) || TableBody.hasNUL($0.value) }) {
+            let name = bad.key.replacingOccurrences(of: "\u{0}", with: "%00")
+            return Self.error(400, "the query parameter '\(name)' holds a NUL character (%00), which no query takes")
+        }
         let id = parts.count == 3 ? parts[2].removingPercentEncoding ?? parts[2] : nil
         if let id, let problem = Self.idProblem(id) { return Self.error(400, problem) }
         if let problem = Self.idempotencyKeyProblem(headers["idempotency-key"]) { return Self.error(400, problem) }
         let request = TableRequest(
             api: self, table: table, wire: wire, query: query, headers: headers, body: body, baseURL: baseURL,
-            owner: owner, method: method, id: id, scope: Self.scope(caller))
+            owner: owner, method: method, id: id, scope: Self.scope(caller), rawQuery: rawQuery)
         if method == "GET", id == nil { return await request.list(path: path) }
         return await request.route()
     }
@@ -241,6 +266,8 @@ struct TableRequest: Sendable {
     let id: String?
     /// The scope of the caller's idempotency keys (``TableAPI/scope(_:)``).
     let scope: String
+    /// The query string as the request wrote it (for next links); nil: rebuilt from `query`.
+    var rawQuery: String? = nil
 
     /// The row's (or the table's) path as the server writes it: what an idempotency key is
     /// bound to, the same for a request and for an operation of a batch.
@@ -254,7 +281,9 @@ struct TableRequest: Sendable {
         let ttl = api.configuration.idempotencyTTL.components
         return TableIdempotency(
             scope: scope, key: key, method: method, path: rowPath, status: status,
-            ttl: ttl.seconds * 1_000_000 + ttl.attoseconds / 1_000_000_000_000)
+            ttl: ttl.seconds * 1_000_000 + ttl.attoseconds / 1_000_000_000_000,
+            maxRowBytes: api.configuration.idempotencyMaxRowBytes,
+            maxPerScope: api.configuration.idempotencyMaxKeysPerCaller)
     }
 
     /// The answer to a write replayed under its key: the first answer, whatever the row is now;
@@ -265,6 +294,16 @@ struct TableRequest: Sendable {
                 422,
                 "the Idempotency-Key '\(headers["idempotency-key"] ?? "")' was used for \(record.method) \(record.path), not for \(method) \(rowPath)"
             )
+        }
+        guard record.complete || record.status == 204 else {
+            // A large row, remembered by its version only, written again since: its first answer
+            // is gone (see ``TableIdempotency/maxRowBytes``).
+            var reply = TableAPI.error(
+                409,
+                "the write of Idempotency-Key '\(headers["idempotency-key"] ?? "")' was applied, but its row has changed since and its first answer is not kept"
+            )
+            reply.headers.append(("Idempotent-Replayed", "true"))
+            return reply
         }
         var reply = record.status == 204 ? Reply(status: 204) : rowReply(record.row, status: record.status)
         if record.status == 204 { reply.headers.append(("ETag", "\"\(record.row.versionString)\"")) }
@@ -309,9 +348,33 @@ struct TableRequest: Sendable {
         }
     }
 
-    /// The body as a JSON object: its client fields, and the version it carries under the
-    /// protocol's name.
-    private func parseBody() -> Result<(fields: JSONObject, id: String?, version: String?), TableRefusal> {
+    /// A write's body as the server reads it: the client's fields (no id, no system property),
+    /// and what the body says of the row.
+    struct ParsedBody {
+        var fields = JSONObject()
+        var id: String?
+        /// The version the body carries under the protocol's name.
+        var version: String?
+        /// v3: the `deleted` the body gives (a `PUT` with `"deleted":false` undeletes).
+        var deleted: Bool?
+    }
+
+    /// The body as a JSON object (see ``TableBody``): 415 when the request's `Content-Type` is
+    /// not JSON, 400 when it does not parse, is no object, gives a member twice or holds a NUL.
+    ///
+    /// System property names are reserved in every protocol (``TableBody/reservedNames``): the
+    /// server sets them, so a body's are dropped, as the Azure and Datasync servers ignore the
+    /// client's; the protocol's `version` is the expected version, v3's `deleted:false` an
+    /// undelete. v1 refuses every other `__` name, as the Mobile Services servers did.
+    private func parseBody() -> Result<ParsedBody, TableRefusal> {
+        guard TableBody.isJSON(contentType: headers["content-type"]) else {
+            return .failure(
+                TableRefusal(
+                    TableAPI.error(
+                        415,
+                        "the body must be JSON (Content-Type: application/json), not '\(headers["content-type"] ?? "")'"
+                    )))
+        }
         let value: JSONValue
         do {
             value = try JSONValue(parsing: body)
@@ -321,29 +384,34 @@ struct TableRequest: Sendable {
         guard case .object(let object) = value else {
             return .failure(TableRefusal(TableAPI.error(400, "the body must be a JSON object")))
         }
-        var fields = JSONObject()
-        var id: String?
-        var version: String?
-        var seen = Set<String>()
+        if let problem = TableBody.problem(in: value) { return .failure(TableRefusal(TableAPI.error(400, problem))) }
+        var parsed = ParsedBody()
         for (key, value) in object.members {
-            guard seen.insert(key).inserted else {
-                return .failure(TableRefusal(TableAPI.error(400, "the member '\(key)' is given twice")))
-            }
             if key == "id" {
                 guard case .string(let s) = value else {
                     if value == .null { continue }
                     return .failure(TableRefusal(TableAPI.error(400, "id must be a string")))
                 }
-                id = s
-            } else if let property = wire.systemProperty(named: key) {
-                if property == .version, case .string(let s) = value { version = s }
+                parsed.id = s
+            } else if TableBody.reservedNames.contains(key) || wire.systemProperty(named: key) != nil {
+                if wire.version == .v1, key != "__version", key.hasPrefix("__") {
+                    return .failure(
+                        TableRefusal(TableAPI.error(400, "'\(key)' is set by the server: leave it out of the body")))
+                }
+                if key == TableWire.SystemProperty.version.name(wire.version), case .string(let s) = value {
+                    parsed.version = s
+                }
+                if wire.version == .v3, key == "deleted", case .bool(let b) = value { parsed.deleted = b }
             } else if wire.version == .v1, key.hasPrefix("__") {
                 return .failure(TableRefusal(TableAPI.error(400, "'\(key)' is not a system property")))
             } else {
-                fields.members.append((key: key, value: value))
+                parsed.fields.members.append((key: key, value: value))
             }
         }
-        return .success((fields, id, version))
+        if let schema = table.schema, let problem = schema.problem(parsed.fields, partial: method == "PATCH") {
+            return .failure(TableRefusal(TableAPI.error(400, problem)))
+        }
+        return .success(parsed)
     }
 
     /// The version an `If-Match` names (`"…"`, `W/"…"`), `.some(nil)` for `*`, nil when absent;
@@ -357,6 +425,24 @@ struct TableRequest: Sendable {
         return .some(TableRow.version(from: text) ?? -1)
     }
 
+    /// What an `If-None-Match` forbids (``TableWrite/NoneMatch``), nil when absent; a tag that
+    /// names no version forbids nothing.
+    private func ifNoneMatch() -> TableWrite.NoneMatch? {
+        guard let text = headers["if-none-match"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else {
+            return nil
+        }
+        if text == "*" { return .any }
+        var versions = Set<Int64>()
+        for tag in text.split(separator: ",") {
+            var tag = tag.trimmingCharacters(in: .whitespaces)
+            if tag == "*" { return .any }
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            if tag.hasPrefix("\""), tag.hasSuffix("\""), tag.count >= 2 { tag = String(tag.dropFirst().dropLast()) }
+            if let version = TableRow.version(from: tag) { versions.insert(version) }
+        }
+        return .versions(versions)
+    }
+
     func lookup(_ id: String) async -> Reply {
         let row: TableRow?
         do { row = try await storage.row(table.name, id: id, owner: owner) } catch { return failure(error) }
@@ -364,6 +450,10 @@ struct TableRequest: Sendable {
         if row.deleted, !includeDeleted {
             return wire.version == .v3
                 ? TableAPI.error(410, "The item is deleted") : TableAPI.error(404, "The item does not exist")
+        }
+        // If-Match on a read (Datasync): a row of another version is a 412 with the row.
+        if let expected = ifMatch(), let version = expected, version != row.version {
+            return rowReply(row, status: 412)
         }
         if let tag = headers["if-none-match"] {
             let tags = tag.split(separator: ",").map {
@@ -379,7 +469,7 @@ struct TableRequest: Sendable {
     }
 
     func insert() -> PreparedWrite {
-        let parsed: (fields: JSONObject, id: String?, version: String?)
+        let parsed: ParsedBody
         switch parseBody() {
         case .failure(let refusal): return .reply(refusal.reply)
         case .success(let p): parsed = p
@@ -401,12 +491,24 @@ struct TableRequest: Sendable {
         }
     }
 
-    /// The expected version of a write: `If-Match` (a mismatch is a 412), else the body's
-    /// version (a mismatch is a 409, the v2 servers' rule), else none.
-    private func expectation(bodyVersion: String?) -> (version: Int64?, fromHeader: Bool) {
-        if let header = ifMatch() { return (header ?? nil, true) }
-        if let bodyVersion { return (TableRow.version(from: bodyVersion) ?? -1, false) }
-        return (nil, false)
+    /// The preconditions of a write: `If-Match` (a mismatch is a 412), else the body's
+    /// version (a mismatch is a 409, the v2 servers' rule), else none; and `If-None-Match`
+    /// (a match is a 412 with nothing changed).
+    private func expectation(bodyVersion: String?) -> Expectation {
+        let noneMatch = ifNoneMatch()
+        if let header = ifMatch() { return Expectation(version: header ?? nil, noneMatch: noneMatch, fromHeader: true) }
+        if let bodyVersion {
+            return Expectation(
+                version: TableRow.version(from: bodyVersion) ?? -1, noneMatch: noneMatch, fromHeader: noneMatch != nil)
+        }
+        return Expectation(version: nil, noneMatch: noneMatch, fromHeader: noneMatch != nil)
+    }
+
+    /// A write's preconditions, and whether a failed one is a 412 (a header's) or a 409.
+    struct Expectation: Sendable {
+        var version: Int64?
+        var noneMatch: TableWrite.NoneMatch?
+        var fromHeader: Bool
     }
 
     private func conditional(_ fromHeader: Bool, _ error: TableStorageError) -> Reply {
@@ -416,12 +518,12 @@ struct TableRequest: Sendable {
 
     /// A write to an existing row, answered by `success` or as a conditional write fails.
     private func conditionalWrite(
-        _ id: String, _ kind: TableWrite.Kind, expected: (version: Int64?, fromHeader: Bool), status: Int,
+        _ id: String, _ kind: TableWrite.Kind, expected: Expectation, status: Int, deletedMark: Bool? = nil,
         success: @escaping @Sendable (TableRow) -> Reply
     ) -> PreparedWrite {
         let write = TableWrite(
-            table: table.name, id: id, kind: kind, expectedVersion: expected.version, owner: owner,
-            idempotency: idempotency(status: status))
+            table: table.name, id: id, kind: kind, expectedVersion: expected.version, noneMatch: expected.noneMatch,
+            owner: owner, idempotency: idempotency(status: status), deletedMark: deletedMark)
         return .write(write) { [self] result in
             switch result {
             case .success(let row): return success(row)
@@ -431,7 +533,7 @@ struct TableRequest: Sendable {
     }
 
     func update(_ id: String, replace: Bool) -> PreparedWrite {
-        let parsed: (fields: JSONObject, id: String?, version: String?)
+        let parsed: ParsedBody
         switch parseBody() {
         case .failure(let refusal): return .reply(refusal.reply)
         case .success(let p): parsed = p
@@ -439,11 +541,16 @@ struct TableRequest: Sendable {
         if let bodyID = parsed.id, bodyID != id {
             return .reply(TableAPI.error(400, "the body's id '\(bodyID)' is not the id in the path"))
         }
+        // v3: a soft-deleted row is written only with __includedeleted=true (a PUT), or by a
+        // PATCH that undeletes it; "deleted":false in either undeletes, as Datasync does.
+        let undeletes = wire.version == .v3 && parsed.deleted == false
         let kind = TableWrite.Kind.update(
-            fields: parsed.fields, replace: replace, allowDeleted: wire.version != .v3 || includeDeleted)
-        return conditionalWrite(id, kind, expected: expectation(bodyVersion: parsed.version), status: 200) {
-            [self] row in rowReply(row)
-        }
+            fields: parsed.fields, replace: replace,
+            allowDeleted: wire.version != .v3 || includeDeleted || (undeletes && !replace))
+        return conditionalWrite(
+            id, kind, expected: expectation(bodyVersion: parsed.version), status: 200,
+            deletedMark: undeletes ? false : nil
+        ) { [self] row in rowReply(row) }
     }
 
     func delete(_ id: String) -> PreparedWrite {
@@ -460,7 +567,7 @@ struct TableRequest: Sendable {
     }
 
     func list(path: String) async -> Reply {
-        var rowQuery = TableRowQuery(top: api.configuration.pageSize)
+        var rowQuery = TableRowQuery(top: api.configuration.pageSize(wire.version))
         if let filter = parameter("$filter") {
             do { rowQuery.filter = try ODataFilter.parse(filter) } catch {
                 return TableAPI.error(400, error.description)
@@ -482,22 +589,28 @@ struct TableRequest: Sendable {
             }
             skip = n
         }
+        let pageSize = api.configuration.pageSize(wire.version)
+        let maxTop = api.configuration.maxTop(wire.version)
         var top: Int?
         if let text = parameter("$top") {
             guard let n = Int(text), n >= 0 else {
                 return TableAPI.error(400, "$top must be a whole number, 0 or more")
             }
-            guard n <= api.configuration.maxTop else {
-                return TableAPI.error(400, "You cannot request more than \(api.configuration.maxTop) records")
+            guard n <= maxTop else {
+                return TableAPI.error(400, "You cannot request more than \(maxTop) records ($top is at most \(maxTop))")
             }
             top = n
         }
         let select = parameter("$select").map {
             $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         }
+        // A page holds at most the page size: a larger $top (or none) gets one page and a link
+        // to the rest, as the Datasync and Node servers page. One row more than the page is read
+        // to know whether another page follows.
+        let take = min(top ?? pageSize, pageSize)
+        let mayFollow = top.map { $0 > take } ?? true
         rowQuery.skip = skip
-        // One row more than a page, to know whether another page follows.
-        rowQuery.top = (top ?? api.configuration.pageSize) + (top == nil ? 1 : 0)
+        rowQuery.top = take + (mayFollow ? 1 : 0)
         rowQuery.includeDeleted = includeDeleted
         rowQuery.owner = owner
         rowQuery.includeCount =
@@ -510,9 +623,9 @@ struct TableRequest: Sendable {
         }
         var rows = result.rows
         var next: String?
-        if top == nil, rows.count > api.configuration.pageSize {
-            rows.removeLast(rows.count - api.configuration.pageSize)
-            next = nextLink(path: path, skip: skip + rows.count)
+        if rows.count > take {
+            rows.removeLast(rows.count - take)
+            next = nextQuery(skip: skip + take, top: top.map { $0 - take })
         }
         // The rows as the storage wrote them, in the envelope of the protocol.
         var writer = JSONWriter(capacity: rows.reduce(64) { $0 + $1.count + 1 })
@@ -524,16 +637,18 @@ struct TableRequest: Sendable {
         var reply = Reply(status: 200)
         switch wire.version {
         case .v3:
+            // Both members always written, null when absent (Datasync's JSON options); the
+            // next link is a query string, which the Datasync clients put on the table's URL.
             writer.beginObject()
             writer.key("items")
             items()
-            if let count = result.count {
-                writer.key("count")
-                writer.number(count)
-            }
+            writer.key("count")
+            if let count = result.count { writer.number(count) } else { writer.null() }
+            writer.key("nextLink")
             if let next {
-                writer.key("nextLink")
-                writer.string(next)
+                writer.string(TableAPI.v3NextLinkIsQueryString ? next : baseURL + path + "?" + next)
+            } else {
+                writer.null()
             }
             writer.endObject()
         case .v1, .v2:
@@ -547,26 +662,56 @@ struct TableRequest: Sendable {
             } else {
                 items()
             }
-            if let next { reply.headers.append(("Link", "<\(next)>; rel=next")) }
+            // An absolute URL on the server's own address (never the request's Host).
+            if let next { reply.headers.append(("Link", "<\(baseURL + path + "?" + next)>; rel=next")) }
         }
         reply.body = writer.bytes
         return reply
     }
 
-    /// This request's URL with `$skip` set to `skip`: every other parameter as it came.
-    private func nextLink(path: String, skip: Int) -> String {
+    /// The next page's query string, as Datasync writes it: this request's own options as they
+    /// came, without `$skip` and `$top`, then `$skip=skip` and (when a `$top` was given)
+    /// `$top=` what remains of it. Bytes a URL cannot hold as they are (space, `<`, `>`, `"`,
+    /// non-ASCII…) are percent-encoded, so that the link is one URL whatever the request held.
+    func nextQuery(skip: Int, top: Int?) -> String {
         var items: [String] = []
-        for (key, value) in query.sorted(by: { $0.key < $1.key }) where key.lowercased() != "$skip" {
-            items.append(TableQueryPath.encode(key) + "=" + TableQueryPath.encode(value))
+        if let rawQuery {
+            for item in rawQuery.split(separator: "&", omittingEmptySubsequences: true) {
+                let name = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+                let decoded = (String(name).removingPercentEncoding ?? String(name)).lowercased()
+                if decoded == "$skip" || decoded == "$top" { continue }
+                items.append(TableQueryPath.sanitize(item))
+            }
+        } else {
+            for (key, value) in query.sorted(by: { $0.key < $1.key })
+            where !["$skip", "$top"].contains(key.lowercased()) {
+                items.append(TableQueryPath.encode(key) + "=" + TableQueryPath.encode(value))
+            }
         }
-        items.append("$skip=\(skip)")
-        return baseURL + path + "?" + items.joined(separator: "&")
+        if skip > 0 { items.append("$skip=\(skip)") }
+        if let top, top > 0 { items.append("$top=\(top)") }
+        return items.joined(separator: "&")
     }
 }
 
 /// Paths and query strings as the table server writes them in `Location` and next links.
 enum TableQueryPath {
     static func rowPath(_ table: String, _ id: String) -> String { "/tables/" + encode(table) + "/" + encode(id) }
+
+    /// A query string's item as the client wrote it, with every byte a URL cannot hold as it is
+    /// (controls, space, `"<>\\^`{|}#`, non-ASCII) percent-encoded; `%XX` escapes kept.
+    static func sanitize(_ item: Substring) -> String {
+        var out = ""
+        for byte in item.utf8 {
+            switch byte {
+            case 0x21, 0x24...0x3B, 0x3D, 0x3F...0x5A, 0x5F, 0x61...0x7A, 0x7E:
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(2)
+            }
+        }
+        return out
+    }
 
     /// Letters, digits, `-._~$'()*!,:` as they are; every other byte `%XX`.
     static func encode(_ text: String) -> String {

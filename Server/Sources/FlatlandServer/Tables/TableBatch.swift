@@ -18,7 +18,7 @@ extension TableAPI {
     /// (`$batch` then admits each operation against its own table).
     func special(
         _ name: String, method: String, query: [String: String], headers: [String: String], body: [UInt8],
-        baseURL: String, caller: SampleAPI.Caller, faults: TableFaults? = nil
+        baseURL: String, caller: SampleAPI.Caller, faults: (any TableFaultHook)? = nil
     ) async -> Reply {
         let open = configuration.tables.map(\.access).min { Self.rank($0) < Self.rank($1) } ?? .anonymous
         if case .failure(let refusal) = Self.admit(caller, to: TableDefinition(name: name, access: open)) {
@@ -52,14 +52,18 @@ extension TableAPI {
         }
     }
 
-    /// `{"batch":{"maxOperations":N},"idempotency":{"ttlSeconds":T}}`.
+    /// `{"batch":{"maxOperations":N},"idempotency":{"ttlSeconds":T,"maxKeysPerCaller":K,"maxRowBytes":B}}`.
     private func capabilities() -> Reply {
         let ttl = configuration.idempotencyTTL.components
         let seconds = Double(ttl.seconds) + Double(ttl.attoseconds) / 1e18
         let ttlNumber = JSONNumber(seconds.rounded() == seconds ? "\(Int64(seconds))" : "\(seconds)") ?? 0
         let value: JSONValue = [
             "batch": ["maxOperations": .number(JSONNumber(configuration.maxBatchOperations))],
-            "idempotency": ["ttlSeconds": .number(ttlNumber)],
+            "idempotency": [
+                "ttlSeconds": .number(ttlNumber),
+                "maxKeysPerCaller": .number(JSONNumber(configuration.idempotencyMaxKeysPerCaller)),
+                "maxRowBytes": .number(JSONNumber(configuration.idempotencyMaxRowBytes)),
+            ],
         ]
         return Reply(status: 200, body: value.jsonBytes)
     }
@@ -73,6 +77,9 @@ extension TableAPI {
         guard let value = try? JSONValue(parsing: body), case .object = value else {
             return refuse(400, "a batch is a JSON object {\"operations\":[…]}")
         }
+        // A member given twice anywhere (a second "method", a second "operations") or a NUL
+        // refuses the whole batch: nothing is applied.
+        if let problem = TableBody.problem(in: value) { return refuse(400, "the batch: \(problem)") }
         guard case .array(let items)? = value["operations"] else {
             return refuse(400, "a batch needs an 'operations' array")
         }
@@ -131,7 +138,7 @@ extension TableAPI {
     /// `{"results":[{"key","status","etag","item"|"error","replayed"}…]}`.
     private func batch(
         _ body: [UInt8], wire: TableWire, query: [String: String], headers: [String: String], baseURL: String,
-        caller: SampleAPI.Caller, faults: TableFaults?
+        caller: SampleAPI.Caller, faults: (any TableFaultHook)?
     ) async -> Reply {
         let operations: [BatchOperation]
         switch batchOperations(body) {
@@ -171,7 +178,7 @@ extension TableAPI {
                 api: self, table: table, wire: wire, query: query, headers: opHeaders, body: operation.body,
                 baseURL: baseURL, owner: owner, method: operation.method, id: operation.id, scope: Self.scope(caller))
             // A fault injected for the operation's own request (tests): it takes it here.
-            switch faults?.take(method: operation.method, path: request.rowPath) {
+            switch faults?.take(method: operation.method, path: request.rowPath, naming: nil) {
             case .fail(let status, _)?:
                 replies.append(Self.error(status, "injected failure"))
                 continue

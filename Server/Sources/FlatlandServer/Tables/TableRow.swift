@@ -11,13 +11,17 @@ public struct TableDefinition: Sendable, Hashable {
     public var softDelete: Bool
     /// Who may read and write it (see <doc:ServingTables>): anyone by default.
     public var access: TableAccess
+    /// The fields it declares, each in a typed column; nil (the default): free-form JSON rows.
+    public var schema: TableSchema?
 
-    /// A table of free-form JSON rows. Every table accepts an insert without an `id` (or with
-    /// `"id": null`) and gives the row a server-generated one: 32 lowercase hex characters.
-    public init(name: String, softDelete: Bool = true, access: TableAccess = .anonymous) {
+    /// A table of free-form JSON rows, or of the fields `schema` declares. Every table accepts
+    /// an insert without an `id` (or with `"id": null`) and gives the row a server-generated
+    /// one: 32 lowercase hex characters.
+    public init(name: String, softDelete: Bool = true, access: TableAccess = .anonymous, schema: TableSchema? = nil) {
         self.name = name
         self.softDelete = softDelete
         self.access = access
+        self.schema = schema
     }
 
     /// Whether `name` may name a table: 1 to 64 letters, digits, `_` or `-`.
@@ -89,8 +93,11 @@ struct TableRow: Sendable, Equatable {
     /// rows, without building an object for each).
     func write(to writer: inout JSONWriter, _ wire: TableWire, select: [String]? = nil) {
         writer.beginObject()
-        writer.key("id")
-        writer.string(id)
+        // `$select` gives exactly the members it names, `id` too (as Datasync does).
+        if select.map({ $0.contains("id") }) ?? true {
+            writer.key("id")
+            writer.string(id)
+        }
         for (key, value) in fields.members where select.map({ $0.contains(key) }) ?? true {
             writer.key(key)
             writer.value(value)
@@ -157,7 +164,7 @@ struct TableRow: Sendable, Equatable {
     /// properties (``forEachSystemMember(_:select:createdAt:updatedAt:version:deleted:_:)``).
     func json(_ wire: TableWire, select: [String]? = nil) -> JSONObject {
         var object = JSONObject()
-        object.members.append((key: "id", value: .string(id)))
+        if select.map({ $0.contains("id") }) ?? true { object.members.append((key: "id", value: .string(id))) }
         for (key, value) in fields.members where select.map({ $0.contains(key) }) ?? true {
             object.members.append((key: key, value: value))
         }

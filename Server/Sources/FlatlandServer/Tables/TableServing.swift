@@ -1,3 +1,4 @@
+import Foundation
 import NIOConcurrencyHelpers
 
 /// What the server serves at `/tables/{name}`: the tables, where their rows live, which protocol
@@ -19,10 +20,18 @@ public struct TableServing: Sendable {
     /// The protocol versions served at once, chosen per request by its `ZUMO-API-VERSION`
     /// (v2 and v3 by default; with v1, a request without one is served as v1).
     public var protocols: Set<TableProtocolVersion>
-    /// Rows in a page when a query gives no `$top`.
-    public var pageSize: Int
-    /// The largest `$top` accepted; more is a 400.
-    public var maxTop: Int
+    /// Rows in a page, in every protocol: a query without `$top`, or with a larger one, gets
+    /// this many rows and a link to the next page. Nil (the default): each protocol's own,
+    /// ``defaultPageSize(_:)`` (100 in v3, as Datasync; 50 in v1 and v2, as the Node server).
+    public var pageSize: Int?
+    /// The largest `$top` accepted, in every protocol; more is a 400. Nil (the default): each
+    /// protocol's own, ``defaultMaxTop(_:)`` (128,000 in v3, as Datasync; 1,000 in v1 and v2).
+    public var maxTop: Int?
+    /// The server's address as its clients reach it (`https://api.example.com`, or with a path
+    /// prefix behind a proxy), on which `Location` and v1/v2 `Link` headers are built. Nil (the
+    /// default): the address the server listens on. Never the request's `Host` or
+    /// `X-Forwarded-*` headers, which any client sets.
+    public var publicURL: String?
     /// The largest request body a table route reads, in bytes (1 MiB by default): a larger one
     /// is a 413 and changes nothing.
     public var maxBodyBytes: Int
@@ -41,8 +50,8 @@ public struct TableServing: Sendable {
     /// `databasePath`.
     public init(
         tables: [TableDefinition] = [TableDefinition(name: "todoitem")], databasePath: String? = nil,
-        storage: Storage? = nil, protocols: Set<TableProtocolVersion> = [.v2, .v3], pageSize: Int = 50,
-        maxTop: Int = 1000, maxBodyBytes: Int = TableServing.defaultMaxBodyBytes
+        storage: Storage? = nil, protocols: Set<TableProtocolVersion> = [.v2, .v3], pageSize: Int? = nil,
+        maxTop: Int? = nil, maxBodyBytes: Int = TableServing.defaultMaxBodyBytes, publicURL: String? = nil
     ) {
         self.tables = tables
         self.storage = storage ?? .sqlite(path: databasePath)
@@ -50,6 +59,28 @@ public struct TableServing: Sendable {
         self.pageSize = pageSize
         self.maxTop = maxTop
         self.maxBodyBytes = maxBodyBytes
+        self.publicURL = publicURL
+    }
+
+    /// A protocol's page size when ``pageSize`` is nil: 100 in v3 (Datasync's
+    /// `TableControllerOptions.PageSize`), 50 in v1 and v2 (the Node and .NET servers').
+    public static func defaultPageSize(_ version: TableProtocolVersion) -> Int { version == .v3 ? 100 : 50 }
+
+    /// A protocol's largest `$top` when ``maxTop`` is nil: 128,000 in v3 (the Datasync
+    /// server's `MaxTop`), 1,000 in v1 and v2 (the Node server's `maxTop`).
+    public static func defaultMaxTop(_ version: TableProtocolVersion) -> Int { version == .v3 ? 128_000 : 1000 }
+
+    /// `url` as a ``publicURL`` (`http://` or `https://`, a host, an optional port and path; no
+    /// query or fragment), without a trailing `/`; nil when it is not one.
+    public static func publicURL(_ url: String) -> String? {
+        guard let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = parsed.host, !host.isEmpty, parsed.query == nil,
+            parsed.fragment == nil, parsed.user == nil,
+            url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x3C && $0 != 0x3E && $0 != 0x22 })
+        else { return nil }
+        var text = url
+        while text.hasSuffix("/") { text.removeLast() }
+        return text
     }
 }
 
@@ -103,10 +134,26 @@ struct TableAnswer {
 /// The table routes of a running server: set when it starts, once their storage is open.
 final class TableHost: Sendable {
     private let current = NIOLockedValueBox<TableAPI?>(nil)
-    /// The faults tests inject.
-    let faults = TableFaults()
+    /// Where tests inject faults.
+    let hooks: ServerHooks
+
+    init(hooks: ServerHooks) { self.hooks = hooks }
+
+    private let listeningAddress = NIOLockedValueBox<String?>(nil)
 
     var api: TableAPI? { current.withLockedValue { $0 } }
+
+    /// Records the address the server listens on: links are built on it when no public URL is
+    /// configured.
+    func listening(host: String, port: Int) {
+        let shown = host.contains(":") ? "[\(host)]" : host
+        listeningAddress.withLockedValue { $0 = "http://\(shown):\(port)" }
+    }
+
+    /// What `Location` and next links are built on: the public URL, else the listening address.
+    var baseURL: String {
+        api?.configuration.publicURL ?? listeningAddress.withLockedValue { $0 } ?? "http://127.0.0.1"
+    }
 
     /// Whether `path` is one of the table routes' (`/tables`, `/tables/…`).
     static func isTablePath(_ path: String) -> Bool { path == "/tables" || path.hasPrefix("/tables/") }
@@ -117,11 +164,12 @@ final class TableHost: Sendable {
     /// The answer to a request whose path is a table route's, with the fault injected into it if
     /// any; nil for any other path, or before the tables are open.
     func respond(
-        method: String, path: String, query: [String: String], headers: [String: String], body: [UInt8],
-        baseURL: String, authenticate: (String) -> SampleAPI.Caller
+        method: String, path: String, query: [String: String], rawQuery: String? = nil, headers: [String: String],
+        body: [UInt8], authenticate: (String) -> SampleAPI.Caller
     ) async -> TableAnswer? {
         guard let api, Self.isTablePath(path) else { return nil }
-        let fault = faults.take(method: method, path: path, naming: path.hasPrefix("/tables/$") ? "/tables/$" : nil)
+        let faults = hooks.table
+        let fault = faults?.take(method: method, path: path, naming: path.hasPrefix("/tables/$") ? "/tables/$" : nil)
         switch fault {
         case .fail(let status, let retryAfter):
             var reply = TableAPI.error(status, "injected failure")
@@ -134,8 +182,8 @@ final class TableHost: Sendable {
         }
         guard
             let reply = await api.respond(
-                method: method, path: path, query: query, headers: headers, body: body, baseURL: baseURL,
-                authenticate: authenticate, faults: faults)
+                method: method, path: path, query: query, rawQuery: rawQuery, headers: headers, body: body,
+                baseURL: baseURL, authenticate: authenticate, faults: faults)
         else { return nil }
         var answer = TableAnswer(reply: reply)
         if let index = reply.headers.firstIndex(where: { $0.0 == TableAPI.loseResponseMarker }) {
@@ -176,7 +224,8 @@ final class TableHost: Sendable {
         }
         let configuration = TableAPI.Configuration(
             tables: serving.tables, protocols: serving.protocols, pageSize: serving.pageSize, maxTop: serving.maxTop,
-            maxBodyBytes: serving.maxBodyBytes, idempotencyTTL: serving.idempotencyTTL)
+            maxBodyBytes: serving.maxBodyBytes, idempotencyTTL: serving.idempotencyTTL,
+            publicURL: serving.publicURL.flatMap(TableServing.publicURL))
         current.withLockedValue { $0 = TableAPI(storage: storage, configuration: configuration) }
     }
 }

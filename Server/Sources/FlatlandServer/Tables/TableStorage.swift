@@ -63,10 +63,37 @@ struct TableWrite: Sendable {
     /// The version the row must have (else ``TableStorageError/Code/versionMismatch``); nil: any.
     /// Not used by an insert.
     var expectedVersion: Int64? = nil
+    /// The versions the row must not have (`If-None-Match`), else
+    /// ``TableStorageError/Code/versionMismatch``; nil: none. Not used by an insert.
+    var noneMatch: NoneMatch? = nil
     /// The owner the write is scoped to (a ``TableAccess/perUser`` table's caller); nil: none.
     var owner: String? = nil
     /// The key that makes the write repeatable; nil: none.
     var idempotency: TableIdempotency? = nil
+    /// The `deleted` mark an update leaves (v3's `PUT` with `"deleted":false` undeletes); nil
+    /// keeps the row's.
+    var deletedMark: Bool? = nil
+
+    /// What `If-None-Match` forbids: any existing row (`*`), or these versions.
+    enum NoneMatch: Sendable, Equatable {
+        case any
+        case versions(Set<Int64>)
+
+        /// Whether a row of `version` is forbidden.
+        func forbids(_ version: Int64) -> Bool {
+            switch self {
+            case .any: true
+            case .versions(let versions): versions.contains(version)
+            }
+        }
+    }
+
+    /// Whether `row` fails this write's preconditions (`If-Match`'s expected version, or
+    /// `If-None-Match`).
+    func preconditionFails(_ row: TableRow) -> Bool {
+        if let expectedVersion, expectedVersion != row.version { return true }
+        return noneMatch?.forbids(row.version) ?? false
+    }
 }
 
 /// Where the table server keeps its rows: SQLite (embedded) or PostgreSQL.

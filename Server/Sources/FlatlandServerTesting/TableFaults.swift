@@ -1,6 +1,5 @@
-import Hummingbird
+import FlatlandServer
 import NIOConcurrencyHelpers
-import NIOCore
 
 /// Faults injected into the table routes, for tests of clients that must survive them (lost
 /// responses, failures, cut bodies, slow answers). Test-only: a server nobody injects into
@@ -9,7 +8,7 @@ import NIOCore
 /// Each ``inject(_:method:pathPrefix:times:)`` queues a one-shot fault for the next `times`
 /// table requests that match its method and path prefix; a request takes the first queued
 /// fault it matches (in the order they were injected), and at most one. Nothing is random and
-/// nothing depends on time but ``Fault/delay(_:)``.
+/// nothing depends on time but a delay.
 ///
 /// ```swift
 /// let server = SampleServer()
@@ -17,22 +16,9 @@ import NIOCore
 /// server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/todoitem")
 /// // the next POST /tables/todoitem… inserts its row, and its connection closes unanswered
 /// ```
-package final class TableFaults: Sendable {
+package final class TableFaults: TableFaultHook {
     /// What happens to a request a fault matches.
-    package enum Fault: Sendable, Hashable {
-        /// The request is served (a write commits) and then the connection is closed without
-        /// any answer: not even a status line (a "lost response").
-        case loseResponse
-        /// The request is answered with `status` (e.g. 500, or 503 with `retryAfter` seconds
-        /// in a `Retry-After` header) and a JSON error body, without touching the storage.
-        case fail(status: Int, retryAfter: String? = nil)
-        /// The request is served, and its answer (sent with a `Content-Length`) stops after
-        /// `afterBytes` bytes of body (half the body when nil; at least one byte and never all
-        /// of it) when the connection is closed. For answers with a body, e.g. a query's page.
-        case dropMidBody(afterBytes: Int? = nil)
-        /// The request is served after waiting `duration`.
-        case delay(Duration)
-    }
+    package typealias Fault = InjectedTableFault
 
     private struct Entry {
         var fault: Fault
@@ -43,7 +29,7 @@ package final class TableFaults: Sendable {
 
     private let queue = NIOLockedValueBox<[Entry]>([])
 
-    init() {}
+    package init() {}
 
     /// Queues `fault` for the next `times` table requests whose method is `method` (any when
     /// nil; case-insensitive) and whose path (without the query) starts with `pathPrefix`.
@@ -64,7 +50,7 @@ package final class TableFaults: Sendable {
     /// The fault the request `method path` takes, if any (and it is used up once). With
     /// `naming`, only a fault whose prefix starts with it (a `$batch` request takes only the
     /// faults injected for `/tables/$…`; its operations take the others, each by its own path).
-    func take(method: String, path: String, naming: String? = nil) -> Fault? {
+    package func take(method: String, path: String, naming: String? = nil) -> Fault? {
         queue.withLockedValue { entries in
             guard
                 let index = entries.firstIndex(where: {
@@ -77,17 +63,5 @@ package final class TableFaults: Sendable {
             if entries[index].remaining == 0 { entries.remove(at: index) }
             return fault
         }
-    }
-}
-
-/// Hummingbird's basic request context, with the connection's channel: the server closes it to
-/// lose a response (``TableFaults/Fault/loseResponse``).
-struct ChannelRequestContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    let channel: any Channel
-
-    init(source: ApplicationRequestContextSource) {
-        coreContext = .init(source: source)
-        channel = source.channel
     }
 }

@@ -1,3 +1,4 @@
+import FlatlandServer
 import NIOConcurrencyHelpers
 
 /// Controls for tests: request counters, injected failures, slow and chunked bodies, held and
@@ -8,7 +9,7 @@ import NIOConcurrencyHelpers
 /// The per-path tables (request counts, last headers) are bounded: they keep at most
 /// ``trackedPaths`` distinct paths (the first ones seen); requests to further paths are counted
 /// only in ``totalRequests``. A client requesting ever new paths cannot grow them.
-package final class ServerKnobs: Sendable {
+package final class ServerKnobs: RequestHook {
     struct Failure {
         var remaining: Int
         var status: Int
@@ -17,8 +18,6 @@ package final class ServerKnobs: Sendable {
     }
 
     struct State {
-        var counts: [String: Int] = [:]
-        var total = 0
         var failures: [String: Failure] = [:]
         var chunkSize: Int?
         var chunkPause: Duration = .zero
@@ -32,22 +31,27 @@ package final class ServerKnobs: Sendable {
 
     /// The most distinct paths (and `method path` pairs) the per-path tables keep.
     package let trackedPaths: Int
+    /// The server's own request counts.
+    let log: RequestLog
 
     /// Knobs at rest: every request answered normally, at once. The per-path tables keep at
     /// most `trackedPaths` paths.
-    package init(trackedPaths: Int = 256) { self.trackedPaths = max(0, trackedPaths) }
+    init(log: RequestLog) {
+        self.log = log
+        trackedPaths = log.trackedPaths
+    }
 
     /// How many entries the per-path tables hold now (the larger of the counts and the last
     /// headers): never more than ``trackedPaths``.
-    package var trackedPathCount: Int { state.withLockedValue { max($0.counts.count, $0.lastHeaders.count) } }
+    package var trackedPathCount: Int { max(log.trackedCount, state.withLockedValue { $0.lastHeaders.count }) }
 
     /// Requests received for `method path` (`"GET", "/devices"`).
     package func requestCount(_ method: String = "GET", _ path: String) -> Int {
-        state.withLockedValue { $0.counts["\(method) \(path)"] ?? 0 }
+        log.count(method, path)
     }
 
     /// Requests received in all.
-    package var totalRequests: Int { state.withLockedValue { $0.total } }
+    package var totalRequests: Int { log.total }
 
     /// The header fields (lower-case names) of the last request to `path`.
     package func lastHeaders(_ path: String) -> [String: String] {
@@ -127,32 +131,25 @@ package final class ServerKnobs: Sendable {
 
     // MARK: Used by the server
 
-    struct Plan {
-        var failure: Failure?
-        var override: (status: Int, body: [UInt8])?
-        var chunkSize: Int?
-        var chunkPause: Duration
-        var hold: (afterBytes: Int, gate: Gate)?
-        var dropAfter: Int?
-    }
-
-    func arrive(method: String, path: String, headers: [String: String]) -> Plan {
+    package func arrive(method: String, path: String, headers: [String: String]) -> RequestPlan {
         let limit = trackedPaths
         return state.withLockedValue { s in
-            let key = "\(method) \(path)"
-            if s.counts[key] != nil || s.counts.count < limit { s.counts[key, default: 0] += 1 }
-            s.total += 1
             if s.lastHeaders[path] != nil || s.lastHeaders.count < limit { s.lastHeaders[path] = headers }
-            var failure: Failure?
+            var plan = RequestPlan()
             if var f = s.failures[path], f.remaining > 0 {
                 f.remaining -= 1
                 s.failures[path] = f
-                failure = f
+                plan.failure = (f.status, f.retryAfter, f.body)
             }
-            let drop = s.drops.removeValue(forKey: path)
-            return Plan(
-                failure: failure, override: s.overrides[path], chunkSize: s.chunkSize, chunkPause: s.chunkPause,
-                hold: s.holds[path], dropAfter: drop)
+            plan.dropAfter = s.drops.removeValue(forKey: path)
+            plan.override = s.overrides[path]
+            plan.chunkSize = s.chunkSize
+            plan.chunkPause = s.chunkPause
+            if let hold = s.holds[path] {
+                let gate = hold.gate
+                plan.hold = (hold.afterBytes, { await gate.wait() })
+            }
+            return plan
         }
     }
 }
