@@ -26,7 +26,7 @@ struct LocalCommand: AsyncParsableCommand {
             delete ID [--version V]: prints nothing; --version is checked against the stored row's.
             get ID: the stored row. list: every stored row of the table.
 
-            Changes to one row collapse in the queue (insert + update is one insert, insert + delete is nothing, update + delete is a delete); an insert after an insert or an update, or anything after a delete, is refused. --server-ids declares that the server assigns the table's ids (the store remembers it). --protocol (default v2) names the system properties as that protocol does.
+            Changes to one row collapse in the queue (insert + update is one insert, insert + delete is nothing, update + delete is a delete); an insert after an insert or an update, or anything after a delete, is refused. A change to a row whose operation is being pushed (or was sent with its answer lost: state attempted) is queued behind it, never merged into it. --server-ids declares that the server assigns the table's ids (the store remembers it). --protocol (default v2) names the system properties as that protocol does.
 
             Exit codes: 0 success; 1 any other failure, with 'error: …' on stderr (no such row for update or delete, a stale version, a change the queue refuses, a file that is not a store); 2 a usage error; 4 get of a row that is not there.
             """

@@ -132,14 +132,15 @@ extension PushOutcome {
 
 extension PushResult {
     /// The exit of a push: 4 when it stopped early (the network, a 401: every operation kept),
-    /// 3 when conflicts or errors are left in the queue, 0 otherwise; nil for 0.
+    /// 3 when conflicts, errors or uncertain operations are left in the queue, 0 otherwise; nil
+    /// for 0.
     var failure: CLIFailure? {
         if let abortReason { return CLIFailure(message: "the push was aborted: \(abortReason)", exitCode: 4) }
-        let left = outcomes.filter { $0.result == .conflict || $0.result == .error }
+        let left = outcomes.filter { $0.result == .conflict || $0.result == .error || $0.result == .uncertain }
         guard !left.isEmpty else { return nil }
         return CLIFailure(
             message:
-                "\(left.count) operation(s) left in the queue with a conflict or an error (flatland sync errors lists them)",
+                "\(left.count) operation(s) left in the queue with a conflict, an error or an uncertain answer (flatland sync errors lists them)",
             exitCode: 3)
     }
 }

@@ -22,18 +22,21 @@ struct SyncCommand: AsyncParsableCommand {
                       pull NAME [--query-id QID] [--filter ODATA] [--page-size N]
                       reconcile NAME [--by listing|get]
                       purge NAME [--query-id QID] [--force] | pending | errors
+                      cancel SEQ | settle SEQ (--look-up FIELD… | --resend | --drop)
             """,
         discussion: """
             The options belong before the verb; push, pull and reconcile need --url (the tables are at <url>/tables/<name>).
 
-            push: sends the queue in order, in batches of --batch-size (default 100) when the server advertises them (GET /tables/$capabilities; --batch never, or a server without them, sends one request per operation), every write with its Idempotency-Key, and prints one line per operation sent, whichever way it went: {"sequence":…,"table":…,"id":…,"kind":…,"status":HTTP,"result":"ok|conflict|error|resolved"} (status null when no answer came). --on-conflict (default fail): client-wins resends the local row over the server's version, server-wins takes the server's row and drops the operation (both print resolved); fail leaves the operation in the queue, failed, with the server's row.
+            push: sends the queue in order, in batches of --batch-size (default 100) when the server advertises them (GET /tables/$capabilities; --batch never, or a server without them, sends one request per operation), every write with its Idempotency-Key, and prints one line per operation sent, whichever way it went: {"sequence":…,"table":…,"id":…,"kind":…,"status":HTTP,"result":"ok|conflict|error|resolved|uncertain"} (status null when no answer came). --on-conflict (default fail): client-wins resends the local row over the server's version, server-wins takes the server's row and drops the operation (both print resolved); fail leaves the operation in the queue, failed, with the server's row. An update of a row the server no longer has (404, 410) is a conflict too: server-wins removes the row locally, client-wins inserts it again under its id. An insert whose answer was lost, in a table whose server assigns the ids (--server-ids) and does not advertise idempotency keys, is not sent again: it prints result uncertain (every push, until settle or cancel) and the push exits 3.
             pull NAME: with --query-id, incremental and resumable (a delta token per table and query id); without, a full read of the query. --filter is OData text passed as written; --page-size defaults to 50 ($top in every protocol; the pull pages by the key (updatedAt, id) and follows the server's next links). Queued operations are pushed first (as push without --on-conflict); when that leaves any in the queue the pull is cancelled. Prints {"table":…,"pages":…,"rows":…,"deleted":…,"skipped":…,"token":…} at the end (rows: received from the server; deleted: removed locally; skipped: left alone for their queued operations); progress goes to stderr.
             reconcile NAME: removes the local rows the server no longer has (hard-deleted there, which a pull never sees), except rows with queued operations; --by listing (the default) reads the table's ids in one $select=id listing, --by get asks for each row. Prints {"table":…,"checked":…,"removed":…}.
             purge NAME: drops the table's rows, operations and delta tokens; refused while it has queued operations unless --force. With --query-id, resets that query's delta token only.
-            pending: the queue, one operation per line in order: {"sequence":…,"table":…,"id":…,"kind":…,"state":…}.
-            errors: the failed operations, each with "status" and "serverItem" as well.
+            pending: the queue, one operation per line in order: {"sequence":…,"table":…,"id":…,"kind":…,"state":…}; state is pending (queued), attempted (sent, its answer not in: the server may have it), failed (answered with an error or a conflict) or uncertain (an insert whose server assigns the id and whose answer was lost, held because sending it again could make a second row).
+            errors: the failed and uncertain operations, each with "status" and "serverItem" as well.
+            cancel SEQ: drops operation SEQ from the queue, whatever its state; the local row stays as it is (a pull brings the server's row back over it; reconcile removes a row the server does not have). Prints the dropped operation's pending line (only its sequence for a queue row this version cannot read).
+            settle SEQ: settles an uncertain insert. --look-up FIELD (repeatable) looks the row up on the server by those fields of the local row: one match is the insert, which then takes the server's row and id; none sends it again with the next push; more than one is an error. --resend sends it again with the next push; --drop drops it (as cancel). Prints {"sequence":…,"result":"found|notFound|queued|dropped"}.
 
-            Exit codes: 0 done; 1 an error, with 'error: …' on stderr; 2 a usage error; 3 the push finished with conflicts or errors left in the queue; 4 the push or pull was aborted (the network, a 401) and nothing queued was lost. A pull whose push first fails exits as that push would (3 or 4), after printing that push's lines.
+            Exit codes: 0 done; 1 an error, with 'error: …' on stderr (cancel or settle of an operation that is not in the queue); 2 a usage error; 3 the push finished with conflicts, errors or uncertain operations left in the queue; 4 the push or pull was aborted (the network, a 401) and nothing queued was lost. A pull whose push first fails exits as that push would (3 or 4), after printing that push's lines.
             """
     )
 
@@ -46,7 +49,7 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: "The server's base URL (http or https); push, pull and reconcile need it.")
     var url: String?
 
-    @Argument(help: "What to do: push, pull, reconcile, purge, pending or errors.")
+    @Argument(help: "What to do: push, pull, reconcile, purge, pending, errors, cancel or settle.")
     var verb: SyncVerb
 
     @Argument(parsing: .captureForPassthrough, help: "The verb's arguments and options (<verb> --help shows them).")
@@ -72,7 +75,7 @@ struct SyncCommand: AsyncParsableCommand {
 
 /// The verbs of `flatland sync`.
 enum SyncVerb: String, ExpressibleByArgument, CaseIterable {
-    case push, pull, reconcile, purge, pending, errors
+    case push, pull, reconcile, purge, pending, errors, cancel, settle
 }
 
 /// `--by`'s values.
@@ -195,6 +198,46 @@ struct SyncPurgeArguments: ParsableCommand {
     }
 }
 
+/// `cancel`'s argument.
+struct SyncCancelArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cancel", abstract: "Drop one operation from the queue; the local row stays as it is.")
+
+    @Argument(help: "The operation's sequence number (flatland sync pending shows it).")
+    var sequence: Int64
+}
+
+/// `settle`'s arguments.
+struct SyncSettleArguments: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "settle", abstract: "Settle an uncertain insert: look it up, send it again, or drop it.")
+
+    @Argument(help: "The operation's sequence number (flatland sync errors shows it).")
+    var sequence: Int64
+
+    @Option(
+        name: .customLong("look-up"), help: "A field of the local row to find the row on the server by (repeatable).")
+    var lookUp: [String] = []
+
+    @Flag(help: "Send it again with the next push (the server may then hold the row twice).")
+    var resend = false
+
+    @Flag(help: "Drop it from the queue; the local row stays.")
+    var drop = false
+
+    func validate() throws {
+        let chosen = (lookUp.isEmpty ? 0 : 1) + (resend ? 1 : 0) + (drop ? 1 : 0)
+        guard chosen == 1 else { throw ValidationError("give exactly one of --look-up FIELD, --resend, --drop") }
+        if lookUp.contains(where: \.isEmpty) { throw ValidationError("--look-up: the field's name is empty") }
+    }
+
+    var resolution: UncertainResolution {
+        if resend { return .resend }
+        if drop { return .drop }
+        return .lookUp(matching: lookUp)
+    }
+}
+
 /// `pending`'s and `errors`' (no) arguments.
 struct SyncQueueArguments: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "pending|errors", abstract: "The queue.")
@@ -208,6 +251,8 @@ enum SyncAction {
     case purge(String, queryID: String?, force: Bool)
     case pending
     case errors
+    case cancel(Int64)
+    case settle(Int64, UncertainResolution)
 
     /// The action of `verb` with `arguments`; nil when the verb's help was asked for (and printed).
     ///
@@ -233,6 +278,12 @@ enum SyncAction {
             case .pending, .errors:
                 guard try TableAction.parse(SyncQueueArguments.self, arguments) != nil else { return nil }
                 self = verb == .pending ? .pending : .errors
+            case .cancel:
+                guard let parsed = try TableAction.parse(SyncCancelArguments.self, arguments) else { return nil }
+                self = .cancel(parsed.sequence)
+            case .settle:
+                guard let parsed = try TableAction.parse(SyncSettleArguments.self, arguments) else { return nil }
+                self = .settle(parsed.sequence, parsed.resolution)
             }
         } catch let error as ValidationError {
             throw CLIFailure.usage("\(verb): \(error.message)")
@@ -243,7 +294,8 @@ enum SyncAction {
     var needsServer: Bool {
         switch self {
         case .push, .pull, .reconcile: true
-        case .purge, .pending, .errors: false
+        case .settle(_, let resolution): resolution != .drop && resolution != .resend
+        case .purge, .pending, .errors, .cancel: false
         }
     }
 
@@ -291,6 +343,14 @@ enum SyncAction {
                 for operation in try sync.operations() { printLine(operation.line) }
             case .errors:
                 for operation in try sync.failedOperations() { printLine(operation.errorLine) }
+            case .cancel(let sequence):
+                // A row this version cannot read is dropped all the same.
+                let dropped = (try? sync.operations())?.first { $0.sequence == sequence }
+                try sync.cancel(sequence)
+                printLine(dropped?.line ?? ["sequence": .integer(sequence)])
+            case .settle(let sequence, let resolution):
+                let result = try await sync.settle(sequence, resolution)
+                printLine(["sequence": .integer(sequence), "result": .string(result.rawValue)])
             }
         } catch {
             throw error.failure

@@ -345,7 +345,8 @@ struct SyncCLITests {
         let sync = try CLI.run(["sync", "--help"])
         #expect(sync.status == 0)
         for word in [
-            "push", "pull", "reconcile", "purge", "pending", "errors", "--on-conflict", "--query-id", "Exit codes",
+            "push", "pull", "reconcile", "purge", "pending", "errors", "cancel", "settle", "uncertain", "--on-conflict",
+            "--query-id", "Exit codes",
         ] {
             #expect(sync.stdout.contains(word), "sync --help: \(word)")
         }

@@ -734,7 +734,8 @@ struct InFlightTests {
             try todos.insert(["id": "f", "text": "first"])
             server.tableFaults.inject(.delay(.milliseconds(400)), method: "POST")
             let push = Task { await device.sync.push() }
-            try await Task.sleep(for: .milliseconds(150))
+            // Once the insert is on its way (not before: until then the update collapses into it).
+            try await server.testControls.waitForRequests("POST", "/tables/todoitem", count: 1)
             try todos.update(["id": "f", "text": "second"])
             let ops = try device.sync.operations()
             #expect(ops.map(\.kind) == [.insert, .update])

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Flatland
+import FlatlandJSON
 import Foundation
 import Logging
 
@@ -121,6 +122,16 @@ public final class Backend: Sendable {
     )
         -> HTTPTask
     {
+        launch(
+            method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan,
+            consumption: .ingest)
+    }
+
+    /// Launches a request whose successful body is consumed as `consumption` says.
+    func launch(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]?, headers: HTTPHeaders, ingestOptions: IngestOptions?,
+        commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)?, consumption: ResponseConsumption
+    ) -> HTTPTask {
         var rng = SecureRandom()
         let id = EntityIDFormat.generate(prefix: "t", using: &rng)
         var allHeaders = environment.headers.merging(headers)
@@ -138,9 +149,10 @@ public final class Backend: Sendable {
             method: method, url: url, endpoint: path, headers: allHeaders, body: body, taskID: id,
             timeout: configuration.timeout, ingestOptions: ingestOptions)
         request.commitPlan = commitPlan
+        request.consumption = consumption
         let key =
             configuration.deduplicatesGETs && (method == .get || method == .head) && body == nil
-                && ingestOptions == nil && commitPlan == nil
+                && ingestOptions == nil && commitPlan == nil && consumption == .ingest
             ? "\(method) \(url.absoluteString)\n\(allHeaders.canonical(ignoring: configuration.headersIgnoredForDeduplication))"
             : nil
         let task = HTTPTask(id: id, request: request)
@@ -199,8 +211,31 @@ public final class Backend: Sendable {
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
         ingestOptions: IngestOptions? = nil, commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)? = nil
     ) async throws(HTTPError) -> HTTPResult {
-        let task = launch(
-            method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan)
+        try await wait(
+            for: launch(
+                method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan))
+    }
+
+    /// Sends a request whose successful body is read whole, as bytes or JSON, into the result
+    /// (``HTTPResult/body``, ``HTTPResult/json``), without touching the store: an answer that is
+    /// not entities. `consumption` ``ResponseConsumption/ingest`` is ``send(_:_:body:headers:ingestOptions:commitPlan:)``.
+    ///
+    /// - Throws: as ``send(_:_:body:headers:ingestOptions:commitPlan:)``; a body past the limit,
+    ///   or one that is not JSON for ``ResponseConsumption/json(limit:)``, is
+    ///   ``HTTPError/Code-swift.struct/decoding``.
+    public func send(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        consuming consumption: ResponseConsumption
+    ) async throws(HTTPError) -> HTTPResult {
+        try await wait(
+            for: launch(
+                method, path, body: body, headers: headers, ingestOptions: nil, commitPlan: nil,
+                consumption: consumption))
+    }
+
+    /// Waits for a task launched by this caller; cancelling the caller cancels it unless another
+    /// launch joined it.
+    private func wait(for task: HTTPTask) async throws(HTTPError) -> HTTPResult {
         let outcome = await withTaskCancellationHandler {
             () async -> Result<HTTPResult, HTTPError> in
             do throws(HTTPError) {
@@ -306,8 +341,23 @@ public final class Backend: Sendable {
     /// Applies a successful response's ingest: the only place a task writes to the store.
     private func finish(_ response: HTTPResponse, task: HTTPTask) -> Result<HTTPResult, HTTPError> {
         guard let pending = response.pending else {
-            return .success(
-                HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: nil))
+            var result = HTTPResult(taskID: task.id, status: response.status, headers: response.headers, ingest: nil)
+            if task.request.consumption != .ingest {
+                let body = response.body ?? []
+                result.body = body
+                if case .json = task.request.consumption, !body.isEmpty {
+                    do {
+                        result.json = try JSONValue(parsing: body)
+                    } catch {
+                        return .failure(
+                            HTTPError(
+                                .decoding, "the response is not JSON: \(error)", status: response.status,
+                                underlying: "\(error)"
+                            ).stamped(task.request))
+                    }
+                }
+            }
+            return .success(result)
         }
         do throws(IngestError) {
             let batch = try pending.ingestor.finish()
@@ -349,7 +399,7 @@ public final class Backend: Sendable {
                 makeIngestor: {
                     store.makeIngestor(endpoint: request.endpoint, taskID: taskID, options: options)
                 },
-                bufferCapacity: capacity,
+                bufferCapacity: capacity, consumption: request.consumption,
                 progress: { [weak task] count in task?.received(count) })
             defer { task?.buffered(receiver.peakBuffered) }
             do {

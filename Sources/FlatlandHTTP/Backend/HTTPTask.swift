@@ -1,4 +1,5 @@
 import Flatland
+import FlatlandJSON
 import Foundation
 
 /// What a successful task gives: the status, the headers and what the ingest did.
@@ -15,6 +16,12 @@ public struct HTTPResult: Sendable {
     /// The body read to its end and not written, when the request's commit plan said so
     /// (``ResponseCommit/handsBack``): the caller commits it or drops it.
     public internal(set) var uncommitted: IngestBatch? = nil
+    /// The body, read whole, for a request that asked for it as bytes or JSON
+    /// (``HTTPRequest/consumption``); nil for one streamed into the store.
+    public internal(set) var body: [UInt8]? = nil
+    /// The body parsed, for a request that asked for it as JSON; nil otherwise, and for an
+    /// empty body (a 204).
+    public internal(set) var json: JSONValue? = nil
 
     /// The task's collection (display identifier: the task's uuid): the top-level entities of
     /// the response, in order.

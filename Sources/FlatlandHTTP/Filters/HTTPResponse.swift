@@ -15,6 +15,9 @@ public struct HTTPResponse: Sendable {
     public var errorBody: [UInt8]
     /// Body bytes received.
     public var bytesReceived: Int
+    /// The body of a 2xx response read whole, for a request that asked for it
+    /// (``HTTPRequest/consumption``); nil when it was streamed into the store.
+    public var body: [UInt8]?
     let pending: PendingIngest?
 
     init(head: HTTPResponseHead, receiver: IngestReceiver) {
@@ -22,6 +25,7 @@ public struct HTTPResponse: Sendable {
         headers = head.headers
         errorBody = receiver.errorBody
         bytesReceived = receiver.bytes
+        body = receiver.body
         pending = receiver.pending
     }
 
@@ -32,6 +36,7 @@ public struct HTTPResponse: Sendable {
         self.headers = headers
         self.errorBody = errorBody
         bytesReceived = 0
+        body = nil
         pending = nil
     }
 
@@ -64,6 +69,8 @@ final class PendingIngest: @unchecked Sendable {
 final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
     private struct State {
         var errorBody: [UInt8] = []
+        /// A 2xx body read whole (``ResponseConsumption/bytes(limit:)``, ``ResponseConsumption/json(limit:)``).
+        var body: [UInt8]?
         var bytes = 0
         var ingestor: Ingestor?
         var pipe: ChunkPipe?
@@ -83,20 +90,24 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
     private let makeIngestor: () -> Ingestor
     private let progress: @Sendable (Int) -> Void
     private let bufferCapacity: Int
+    /// The most bytes of a 2xx body read whole; nil: streamed into the ingest.
+    private let bodyLimit: Int?
     static let maxErrorBody = 64 << 10
     /// The largest body read on the transport's thread (when it arrives whole in one chunk).
     static let inlineLimit = 64 << 10
 
     init(
         makeIngestor: @escaping () -> Ingestor, bufferCapacity: Int = Backend.Configuration.defaultIngestBufferCapacity,
-        progress: @escaping @Sendable (Int) -> Void
+        consumption: ResponseConsumption = .ingest, progress: @escaping @Sendable (Int) -> Void
     ) {
         self.makeIngestor = makeIngestor
         self.bufferCapacity = bufferCapacity
+        bodyLimit = consumption.limit
         self.progress = progress
     }
 
     var errorBody: [UInt8] { state.withLock { $0.errorBody } }
+    var body: [UInt8]? { state.withLock { $0.body } }
     var bytes: Int { state.withLock { $0.bytes } }
 
     /// The most body bytes that waited for the ingest at once.
@@ -110,6 +121,11 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
     func receive(head: HTTPResponseHead) throws {
         let started = state.withLock { s -> (ingestor: Ingestor, pipe: ChunkPipe, consumer: Bool)? in
             guard head.isSuccess && head.status != 204 else { return nil }
+            // Read whole, not streamed into the store.
+            if bodyLimit != nil {
+                s.body = []
+                return nil
+            }
             // The length of the body as it arrives: not when it was encoded (gzip), where the
             // length is the encoded one and the chunks are decoded.
             let length = head.headers["Content-Length"].flatMap { Int($0) }
@@ -155,12 +171,19 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
         case inline(Ingestor)
         /// A chunk after a body read whole: more than its `Content-Length`.
         case pastTheEnd
+        /// A body read whole that grew past its limit.
+        case tooLong(Int)
     }
 
     func receive(chunk: UnsafeRawBufferPointer) throws {
         let route = state.withLock { s -> Route in
             let first = s.bytes == 0
             s.bytes += chunk.count
+            if s.body != nil, let limit = bodyLimit {
+                guard s.body!.count + chunk.count <= limit else { return .tooLong(limit) }
+                s.body!.append(contentsOf: chunk)
+                return .none
+            }
             guard let pipe = s.pipe, let ingestor = s.ingestor else {
                 if s.errorBody.count < Self.maxErrorBody {
                     s.errorBody.append(contentsOf: chunk.prefix(Self.maxErrorBody - s.errorBody.count))
@@ -195,6 +218,8 @@ final class IngestReceiver: HTTPResponseReceiver, @unchecked Sendable {
             let error = HTTPError(.transport, "the body is longer than its Content-Length")
             consumerFinished(error)
             throw error
+        case .tooLong(let limit):
+            throw HTTPError(.decoding, "the body is longer than the \(limit) bytes the request reads")
         }
         progress(chunk.count)
     }

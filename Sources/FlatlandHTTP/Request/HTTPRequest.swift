@@ -32,6 +32,9 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     /// sync push drops the operation it sent; a pull saves its delta token with the page). Nil
     /// commits the body alone. Not called for a response without a body.
     public var commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)?
+    /// How a successful response's body is consumed: streamed into the store (the default), or
+    /// read whole as bytes or JSON and handed back in the result without touching the store.
+    public var consumption: ResponseConsumption = .ingest
 
     /// A request; the backend builds these from ``Backend/launch(_:_:body:headers:ingestOptions:commitPlan:)``.
     public init(

@@ -188,6 +188,16 @@ public final class Session: Sendable {
             method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan)
     }
 
+    /// Sends a request whose successful body is read whole as bytes or JSON, without touching
+    /// the store: see ``Backend/send(_:_:body:headers:consuming:)``.
+    @discardableResult
+    public func send(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        consuming consumption: ResponseConsumption
+    ) async throws(HTTPError) -> HTTPResult {
+        try await backend.send(method, path, body: body, headers: headers, consuming: consumption)
+    }
+
     /// Ends the session: cancels what is in flight and waits for it, forgets the token, wipes
     /// the store (one transaction) and, for a persistent session, closes its persistence and has
     /// the factory remove it (the file and its companions). Later launches fail with

@@ -80,6 +80,25 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 
     final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         private let exchanges = Locked([Int: Exchange]())
+        /// The tasks libcurl wanted to send again by itself: failed as lost answers.
+        private let resent = Locked(Set<Int>())
+
+        /// libcurl sends a request again by itself when the connection it reused closes without
+        /// an answer (a stale connection and a lost answer look the same to it), and asks for the
+        /// body anew. swift-corelibs-foundation cannot give a data body a second time: the
+        /// request would go out with its `Content-Length` and no body, and wait for its timeout
+        /// (60 s by default). Nor is it the transport's to send again a write the server may
+        /// have applied: the request fails at once, as a lost answer (a transport error), and
+        /// its caller decides (a push checks the server's row, or holds the operation).
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask,
+            needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+        ) {
+            resent.withLock { _ = $0.insert(task.taskIdentifier) }
+            completionHandler(nil)
+            // Not here: cancel waits for the queue this runs on.
+            DispatchQueue.global().async { task.cancel() }
+        }
 
         func register(_ task: URLSessionTask, _ exchange: Exchange) {
             exchanges.withLock { $0[task.taskIdentifier] = exchange }
@@ -124,7 +143,13 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
             guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-            if let failure = exchange.failure {
+            if resent.withLock({ $0.remove(task.taskIdentifier) }) != nil {
+                exchange.continuation.resume(
+                    throwing: HTTPError(
+                        .transport,
+                        "the connection closed with no answer after the request was sent (the server may have applied it); the transport does not send it again",
+                        status: exchange.head?.status, underlying: "resend refused"))
+            } else if let failure = exchange.failure {
                 exchange.continuation.resume(throwing: failure)
             } else if let error {
                 let nsError = error as NSError

@@ -8,7 +8,8 @@ import Synchronization
 /// Local ids for rows whose server assigns the ids (SAP's offline model): a row made offline in
 /// such a table is `local-<32 hex>` until its insert is pushed; then the server's id replaces it
 /// in the row, in the operations queued after it and in the other rows of the store that refer
-/// to it, and the local id keeps resolving to the same row.
+/// to it, and the local id keeps resolving to the same row (the push's settling of the insert's
+/// answer does it: ``SyncContext/commitAnswers(_:engine:)``).
 enum LocalID {
     static let prefix = "local-"
 
@@ -27,48 +28,6 @@ enum LocalID {
         try String.fetchOne(
             db, sql: "SELECT server_id FROM flatland_sync_local_ids WHERE table_name = ? AND local_id = ?",
             arguments: [table, localID])
-    }
-
-    /// Pushes the insert of a row with a local id: `POST` without an id, then, in the commit that
-    /// stores the server's row, the local row removed, the queued operations of the row moved to
-    /// the server's id, the local id remembered, and the operation dropped. The references in
-    /// other rows are rewritten right after (a crash between the two leaves them resolvable
-    /// through the remembered id).
-    static func insert(
-        _ localID: String, operation: SyncOperation, path: String, body: [UInt8], engine: TableEngine,
-        context: SyncContext
-    ) async throws(TableError<JSONObject>) -> HTTPResult {
-        let table = operation.table
-        let sequence = operation.sequence
-        let localStoreID = engine.storeID(localID)
-        let assigned = Mutex<String?>(nil)
-        let prefix = engine.prefix
-        let answer = try await engine.send(
-            .post, path, body: body, headers: ["Idempotency-Key": operation.key],
-            condition: { entity in
-                assigned.withLock { $0 = $0 ?? TableRowID.serverID(fromStoreID: entity.id, prefix: prefix) }
-                return true
-            },
-            commitPlan: { _ in
-                guard let serverID = assigned.withLock({ $0 }) else {
-                    throw SyncError(.http, "the server's answer to the insert of \(localID) holds no row", table: table)
-                }
-                return ResponseCommit(
-                    removing: [localStoreID],
-                    alongside: SQLiteTransactionWork { db in
-                        try db.execute(
-                            sql: "INSERT OR REPLACE INTO flatland_sync_local_ids VALUES (?, ?, ?)",
-                            arguments: [table, localID, serverID])
-                        try db.execute(
-                            sql: "UPDATE flatland_sync_operations SET item_id = ? WHERE table_name = ? AND item_id = ?",
-                            arguments: [serverID, table, localID])
-                        try SyncQueue.remove(db, sequence: sequence)
-                    })
-            })
-        if let serverID = assigned.withLock({ $0 }) {
-            rewriteReferences(from: localID, to: serverID, in: context.session.store)
-        }
-        return answer
     }
 
     /// Rewrites every string member equal to `old` (at the top of a row, or in an array there)

@@ -1,7 +1,6 @@
 import Flatland
 import FlatlandHTTP
 import FlatlandJSON
-import Synchronization
 
 /// How ``OfflineTable/reconcile(by:ids:)`` asks the server which rows it still has.
 public enum ReconcileMethod: String, Sendable, Hashable, CaseIterable {
@@ -41,7 +40,7 @@ extension OfflineTable {
         async throws(SyncError) -> ReconcileResult
     {
         let table = name
-        let pending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
+        let pending = try await context.queueRead { db in try SyncQueue.pendingIDs(db, table: table) }
         let local = (ids ?? store.ids(prefix: prefix).map(engine.serverID)).filter {
             !pending.contains($0) && store.contains(engine.storeID($0))
         }
@@ -54,40 +53,52 @@ extension OfflineTable {
             for id in local where try await !exists(id) { missing.append(id) }
         }
         // Rows that got an operation while the server was asked stay.
-        let stillPending = try context.read { db in try SyncQueue.pendingIDs(db, table: table) }
+        let stillPending = try await context.queueRead { db in try SyncQueue.pendingIDs(db, table: table) }
         var change = StoreChange()
         let removed = missing.filter { !stillPending.contains($0) }
         for id in removed { change.remove(engine.storeID(id)) }
-        if !change.isEmpty { try context.commit(change) { _ in } }
+        if !change.isEmpty { try await context.commitQueued(change) { _ in } }
         return ReconcileResult(table: name, checked: local.count, removed: removed.count)
     }
 
-    /// Every id the server lists for the table, read without touching the store: the server's
-    /// next links, or `$skip` while pages come full.
+    /// Every id the server lists for the table, read as JSON without touching the store: the
+    /// server's next links, or `$skip` while pages come full.
     private func serverIDs() async throws(SyncError) -> Set<String> {
-        let seen = Mutex<Set<String>>([])
-        let prefix = prefix
-        let collect: @Sendable (IncomingEntity) -> Bool = { entity in
-            let id = TableRowID.serverID(fromStoreID: entity.id, prefix: prefix)
-            seen.withLock { _ = $0.insert(id) }
-            return false
-        }
+        var seen: Set<String> = []
         let pageSize = 1000
         var query = TableQuery(skip: 0, top: pageSize, select: ["id"])
         var path: String? = try queryPath(query)
+        var visited: Set<String> = []
         var received = 0
         var previous = -1
         while let current = path {
-            let before = seen.withLock { $0.count }
+            guard visited.insert(current).inserted else {
+                throw SyncError(.http, "the server sent the listing \(current) twice", table: name)
+            }
             let result: HTTPResult
             do {
-                result = try await engine.send(.get, current, start: 0, condition: collect)
+                result = try await context.session.send(.get, current, consuming: .json())
             } catch {
-                throw SyncError(.http, error.message, table: name, tableError: error)
+                let mapped = engine.mapped(error)
+                throw SyncError(.http, mapped.message, table: name, tableError: mapped)
             }
-            let count = seen.withLock { $0.count } - before
+            var items: [JSONValue] = []
+            var bodyLink: String?
+            switch result.json {
+            case .array(let rows)?: items = rows
+            case .object(let envelope)?:
+                if case .array(let rows)? = envelope["items"] ?? envelope["results"] { items = rows }
+                if case .string(let link)? = envelope["nextLink"] { bodyLink = link }
+            default:
+                throw SyncError(.http, "the server's listing \(current) is not a page of rows", table: name)
+            }
+            let before = seen.count
+            for case .object(let row) in items {
+                if let id = TableEngine.idText(row["id"]) { seen.insert(id) }
+            }
+            let count = seen.count - before
             received += count
-            if let link = result.nextLink {
+            if let link = bodyLink ?? result.nextLink {
                 do {
                     path = try engine.relativePath(ofLink: link, requestPath: current)
                 } catch {
@@ -101,7 +112,7 @@ extension OfflineTable {
             }
             previous = count
         }
-        return seen.withLock { $0 }
+        return seen
     }
 
     private func queryPath(_ query: TableQuery) throws(SyncError) -> String {
@@ -114,13 +125,19 @@ extension OfflineTable {
 
     /// Whether the server has the row: a 404 or 410 says it has not.
     private func exists(_ id: String) async throws(SyncError) -> Bool {
+        let path: String
         do {
-            _ = try await engine.send(.get, try engine.rowPath(id), condition: { _ in false })
-            return true
-        } catch  where error.code == .notFound || error.code == .gone {
-            return false
+            path = try engine.rowPath(id)
         } catch {
-            throw SyncError(.http, error.message, table: name, tableError: error)
+            throw SyncError(.invalidRow, error.message, table: name, tableError: error)
+        }
+        do {
+            _ = try await context.session.send(.get, path, consuming: .bytes())
+            return true
+        } catch {
+            let mapped = engine.mapped(error)
+            if mapped.code == .notFound || mapped.code == .gone { return false }
+            throw SyncError(.http, mapped.message, table: name, tableError: mapped)
         }
     }
 }

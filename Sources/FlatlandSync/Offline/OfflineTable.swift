@@ -146,18 +146,16 @@ public struct OfflineTable: Sendable {
     ) throws(SyncError) {
         let table = name
         let collapses = context.settings(name).collapses
-        let inFlight = context.inFlight
         try context.commit(change) { db in
             try OfflineTable.queue(
-                db, table: table, id: id, kind: kind, version: version, item: item, collapses: collapses,
-                inFlight: inFlight)
+                db, table: table, id: id, kind: kind, version: version, item: item, collapses: collapses)
         }
     }
 
     /// The queue's rules for a new change to a row (inside the local write's transaction).
     static func queue(
         _ db: Database, table: String, id: String, kind: SyncOperation.Kind, version: String?, item: JSONObject?,
-        collapses: Bool, inFlight: Set<Int64>
+        collapses: Bool
     ) throws {
         guard let last = try SyncQueue.operations(db, table: table, itemID: id).last else {
             try SyncQueue.append(db, table: table, itemID: id, kind: kind, version: version, item: item)
@@ -173,12 +171,14 @@ public struct OfflineTable: Sendable {
                 .invalidOperation, "row \(id) has an \(last.kind.rawValue) queued (operation \(last.sequence))",
                 table: table)
         }
-        guard collapses, !inFlight.contains(last.sequence) else {
+        // Only into an operation not yet sent (or refused, never possibly applied): one being sent,
+        // or whose answer is unknown, gets the change queued behind it.
+        guard collapses, OperationLifecycle.acceptsCollapse(last) else {
             try SyncQueue.append(db, table: table, itemID: id, kind: kind, version: version, item: item)
             return
         }
         switch (last.kind, kind) {
-        case (.insert, .delete) where last.state != .attempted:
+        case (.insert, .delete):
             // Never sent, or refused: the server has no such row. Nothing to send.
             try SyncQueue.remove(db, sequence: last.sequence)
         case (_, .delete):

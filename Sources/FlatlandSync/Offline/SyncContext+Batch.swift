@@ -1,7 +1,6 @@
 import Flatland
 import FlatlandHTTP
 import FlatlandJSON
-import Synchronization
 
 /// How a push sends the queue.
 public struct PushOptions: Sendable, Hashable {
@@ -37,23 +36,19 @@ public struct PushOptions: Sendable, Hashable {
 struct ServerCapabilities: Sendable, Hashable {
     /// The most operations a batch takes; nil: no batches.
     var maxBatchOperations: Int?
+    /// Whether the server remembers `Idempotency-Key` and answers a replayed write with its
+    /// first answer (`{"idempotency":{…}}`): a lost insert can then be sent again.
+    var idempotencyKeys = false
 }
 
 /// One operation's answer, received in a batch: as a single response would have been.
 struct BatchAnswer: Sendable {
     /// Its status.
     var status: Int
-    /// The body the single response would have had: the row, or the error.
-    var body: [UInt8]
-    /// Whether the operation had been sent before this batch (its answer may have been lost).
-    var wasAttempted: Bool
-}
-
-/// What one request of a push came back with.
-struct PushAnswer: Sendable {
-    var status: Int
-    /// Whether a body was committed with it (false for a 204).
-    var committed: Bool
+    /// The row the server answered with (a 2xx to an insert or an update).
+    var row: JSONObject?
+    /// The error body the single response would have had.
+    var errorBody: [UInt8]
 }
 
 extension SyncContext {
@@ -61,28 +56,18 @@ extension SyncContext {
     /// (the network, a 401: the push will meet the same on its first operation).
     func capabilities() async -> ServerCapabilities? {
         if let known = capabilityCache.withLock({ $0 }) { return known }
-        let seen = Mutex<Int?>(nil)
-        var options = engine(for: "$capabilities").ingestOptions
-        options.resolver = RuleResolver([
-            RuleResolver.Rule(prefix: "flatland-capabilities", idKey: "maxOperations", parentKeys: ["batch"])
-        ])
-        options.updatesEndpointCollection = false
-        options.condition = { entity in
-            if case .number(let n)? = (entity.untypedFields ?? entity.fields)["maxOperations"],
-                let value = try? n.integer(as: Int.self)
-            {
-                seen.withLock { $0 = value }
-            }
-            return false
-        }
-        let known: ServerCapabilities
+        var known = ServerCapabilities(maxBatchOperations: nil)
         do {
-            _ = try await session.send(.get, "/tables/$capabilities", ingestOptions: options)
-            known = ServerCapabilities(maxBatchOperations: seen.withLock { $0 })
+            let result = try await session.send(.get, "/tables/$capabilities", consuming: .json(limit: 1 << 20))
+            if case .object(let capabilities)? = result.json {
+                if case .object(let batch)? = capabilities["batch"], case .number(let n)? = batch["maxOperations"] {
+                    known.maxBatchOperations = try? n.integer(as: Int.self)
+                }
+                if case .object? = capabilities["idempotency"] { known.idempotencyKeys = true }
+            }
         } catch {
-            // 404 (Azure) or 405: no batches here. Anything else is not an answer.
+            // 404 (Azure) or 405: neither batches nor keys. Anything else is not an answer.
             guard error.code == .status, error.status == 404 || error.status == 405 else { return nil }
-            known = ServerCapabilities(maxBatchOperations: nil)
         }
         capabilityCache.withLock { $0 = known }
         return known
@@ -111,11 +96,15 @@ extension SyncContext {
         var ifMatch: String?
     }
 
-    func request(for operation: SyncOperation, engine: TableEngine) throws(TableError<JSONObject>) -> OperationRequest?
+    ///
+    /// - Parameter row: the row to send instead of the local one (an insert's data as it was sent
+    ///   before, when the local row is gone).
+    func request(for operation: SyncOperation, engine: TableEngine, row: JSONObject? = nil)
+        throws(TableError<JSONObject>) -> OperationRequest?
     {
         switch operation.kind {
         case .insert, .update:
-            guard let local = engine.row(engine.storeID(operation.itemID)) else { return nil }
+            guard let local = row ?? engine.row(engine.storeID(operation.itemID)) else { return nil }
             let data = OfflineTable.data(local)
             // A row made offline in a table whose server names rows: its local id is not sent.
             let localID = operation.kind == .insert && LocalID.isLocal(operation.itemID)
@@ -136,19 +125,20 @@ extension SyncContext {
         }
     }
 
-    /// Sends `operations` (each read before and marked attempted) in one `POST /tables/$batch`:
-    /// each one's answer by its key, or why the batch as a whole failed.
+    /// Sends `operations` (each read before and marked sending) in one `POST /tables/$batch`:
+    /// each one's answer by its key, or why the batch as a whole failed. The answer is read as
+    /// JSON (``ResponseConsumption/json(limit:)``), never through the store.
     func sendBatch(_ operations: [SyncOperation]) async -> Result<[String: BatchAnswer], TableError<JSONObject>> {
         var body: [UInt8] = Array(#"{"operations":["#.utf8)
-        var wasAttempted: [String: Bool] = [:]
-        for (index, operation) in operations.enumerated() {
+        var sent: Set<String> = []
+        for operation in operations {
             let engine = engine(for: operation.table)
             let request: OperationRequest?
             do { request = try self.request(for: operation, engine: engine) } catch { return .failure(error) }
             // A row gone since it was read: its operation goes alone, which records why.
             guard let request else { continue }
-            wasAttempted[operation.key] = operation.state == .attempted
-            if index > 0, body.last != UInt8(ascii: "[") { body.append(UInt8(ascii: ",")) }
+            sent.insert(operation.key)
+            if body.last != UInt8(ascii: "[") { body.append(UInt8(ascii: ",")) }
             var writer = JSONWriter()
             writer.beginObject()
             writer.key("key")
@@ -173,102 +163,35 @@ extension SyncContext {
             body.append(UInt8(ascii: "}"))
         }
         body += Array("]}".utf8)
-        let results = Mutex<[JSONObject]>([])
         let probe = engine(for: operations.first?.table ?? "")
-        var options = probe.ingestOptions
-        options.resolver = RuleResolver([
-            RuleResolver.Rule(prefix: "flatland-batch", idKey: "key", parentKeys: ["results"])
-        ])
-        options.envelope = .results
-        options.updatesEndpointCollection = false
-        options.condition = { entity in
-            if let fields = entity.untypedFields { results.withLock { $0.append(fields) } }
-            return false
-        }
         // v1 names the system properties it wants in the query: the batch asks as each request would.
         let query: String
         do { query = try probe.systemPropertiesQuery() } catch { return .failure(error) }
+        let answer: HTTPResult
         do {
-            _ = try await session.send(
+            answer = try await session.send(
                 .post, "/tables/$batch" + query, body: body, headers: ["Content-Type": "application/json"],
-                ingestOptions: options)
+                consuming: .json())
         } catch {
             return .failure(probe.mapped(error))
         }
+        guard case .object(let envelope)? = answer.json, case .array(let results)? = envelope["results"] else {
+            return .failure(probe.failure(.invalidResponse, "the batch's answer has no results"))
+        }
         var answers: [String: BatchAnswer] = [:]
-        for result in results.withLock({ $0 }) {
-            guard case .string(let key)? = result["key"], case .number(let n)? = result["status"],
-                let status = try? n.integer(as: Int.self), let attempted = wasAttempted[key]
+        for case .object(let result) in results {
+            guard case .string(let key)? = result["key"], sent.contains(key), case .number(let n)? = result["status"],
+                let status = try? n.integer(as: Int.self)
             else { continue }
-            var bytes: [UInt8] = []
+            var row: JSONObject?
+            var errorBody: [UInt8] = []
             if case .object(let item)? = result["item"] {
-                bytes = JSONValue.object(item).jsonBytes
+                if (200..<300).contains(status) { row = item } else { errorBody = JSONValue.object(item).jsonBytes }
             } else if case .string(let message)? = result["error"] {
-                bytes = JSONValue.object(["error": .string(message)]).jsonBytes
+                errorBody = JSONValue.object(["error": .string(message)]).jsonBytes
             }
-            answers[key] = BatchAnswer(status: status, body: bytes, wasAttempted: attempted)
+            answers[key] = BatchAnswer(status: status, row: row, errorBody: errorBody)
         }
         return .success(answers)
-    }
-
-    /// Sends one request of a push, or takes its answer from a batch: either way the answer goes
-    /// through the same ingest, commit plan and error mapping.
-    func exchange(
-        _ engine: TableEngine, _ method: HTTPMethod, _ path: String, body: [UInt8]?, headers: HTTPHeaders,
-        condition: (@Sendable (IncomingEntity) -> Bool)?,
-        commitPlan: (@Sendable (IngestBatch) throws -> ResponseCommit)?,
-        prepared: BatchAnswer?
-    ) async throws(TableError<JSONObject>) -> PushAnswer {
-        guard let prepared else {
-            let result = try await engine.send(
-                method, path, body: body, headers: headers, condition: condition, commitPlan: commitPlan)
-            return PushAnswer(status: result.status, committed: result.ingest != nil)
-        }
-        guard (200..<300).contains(prepared.status) else {
-            throw engine.mapped(
-                HTTPError(
-                    .status, "the server answered \(prepared.status)", method: method, endpoint: path,
-                    status: prepared.status, body: prepared.body))
-        }
-        guard !prepared.body.isEmpty else { return PushAnswer(status: prepared.status, committed: false) }
-        var options = engine.ingestOptions
-        if let condition { options.condition = condition }
-        // A write's answer, not a listing of its path (as `TableEngine.send` takes it).
-        options.updatesEndpointCollection = false
-        let batch: IngestBatch
-        do throws(IngestError) {
-            let ingestor = engine.store.makeIngestor(endpoint: path, options: options)
-            try ingestor.feed(prepared.body)
-            batch = try ingestor.finish()
-        } catch {
-            throw engine.mapped(Self.httpError(error, method: method, path: path, status: prepared.status))
-        }
-        var plan = ResponseCommit()
-        if let commitPlan {
-            do {
-                plan = try commitPlan(batch)
-            } catch {
-                throw engine.mapped(
-                    HTTPError(
-                        .persistence, "the response's commit plan failed: \(error)", method: method, endpoint: path,
-                        status: prepared.status, underlying: "\(error)"))
-            }
-        }
-        do throws(IngestError) {
-            try engine.store.commit(batch, removing: plan.removing, alongside: plan.alongside)
-        } catch {
-            throw engine.mapped(Self.httpError(error, method: method, path: path, status: prepared.status))
-        }
-        return PushAnswer(status: prepared.status, committed: true)
-    }
-
-    /// A failed ingest of an answer from a batch, as the backend reports one of a single answer.
-    private static func httpError(_ error: IngestError, method: HTTPMethod, path: String, status: Int) -> HTTPError {
-        let code: HTTPError.Code =
-            error.code == .persistence ? .persistence : error.code == .cancelled ? .cancelled : .decoding
-        let message =
-            code == .persistence
-            ? "the response could not be stored: \(error)" : "the response could not be read: \(error)"
-        return HTTPError(code, message, method: method, endpoint: path, status: status, ingest: error)
     }
 }

@@ -5,28 +5,31 @@ import FlatlandSQLite
 import GRDB
 import Synchronization
 
-/// A conflict met by a push: the server refused an operation with 412 or 409.
+/// A conflict met by a push: the server refused an operation with 412 or 409, or an update or
+/// a delete found the row gone (404, 410).
 public struct SyncConflict: Sendable {
     /// The operation.
     public var operation: SyncOperation
-    /// The status (412 or 409).
+    /// The status (412, 409, 404 or 410).
     public var status: Int
     /// The local row (nil for a delete).
     public var localItem: JSONObject?
-    /// The server's row, when it sent one.
+    /// The server's row, when it sent one (never for 404 and 410: it has none).
     public var serverItem: JSONObject?
 }
 
 /// How a conflict is settled.
 public enum ConflictResolution: Sendable {
-    /// Send the local row again, over the server's version.
+    /// Send the local row again, over the server's version; a row the server no longer has
+    /// (404, 410) is inserted again under its id.
     case clientWins
-    /// Take the server's row locally and drop the operation.
+    /// Take the server's row locally and drop the operation; a row the server no longer has
+    /// is removed locally.
     case serverWins
     /// Drop the operation and the local row.
     case discard
     /// Put this row locally, based on the server's version, and keep the operation for the next
-    /// push.
+    /// push (an insert, for a row the server no longer has).
     case replace(JSONObject)
     /// Stop the push; the operation stays.
     case abort
@@ -55,6 +58,9 @@ public struct PushOutcome: Sendable, Hashable {
         case error
         /// A conflict the handler settled.
         case resolved
+        /// An insert whose answer was lost and that cannot be sent again without risking a
+        /// second row: held, uncertain, until the app settles it (``SyncContext/settle(_:_:)``).
+        case uncertain
     }
 
     /// The operation's place in the queue.
@@ -65,7 +71,8 @@ public struct PushOutcome: Sendable, Hashable {
     public var id: String
     /// Its kind.
     public var kind: SyncOperation.Kind
-    /// The server's status (nil when no answer came).
+    /// The server's status (nil when no answer came, and for an ``Result/ok`` that had nothing
+    /// to send: a write whose row was deleted locally meanwhile, settled by the delete behind it).
     public var status: Int?
     /// How it ended.
     public var result: Result
@@ -73,10 +80,10 @@ public struct PushOutcome: Sendable, Hashable {
 
 /// What a push did.
 public struct PushResult: Sendable, Hashable {
-    /// One outcome per operation sent, in order.
+    /// One outcome per operation sent (or held uncertain), in order.
     public var outcomes: [PushOutcome] = []
-    /// Why the push stopped early (a network error, a 401, a cancel, a handler's abort); every
-    /// operation not settled stays in the queue.
+    /// Why the push stopped early (a network error, a 401, a cancel, a handler's abort, a queue
+    /// row this version does not know); every operation not settled stays in the queue.
     public var abortReason: String?
 
     /// Whether the push stopped early.
@@ -85,19 +92,34 @@ public struct PushResult: Sendable, Hashable {
     public var succeeded: Bool { !aborted && outcomes.allSatisfy { $0.result == .ok || $0.result == .resolved } }
 }
 
+/// A write's answer, as the push reads it: its status and its row (nil for a body-less answer).
+struct WriteAnswer: Sendable {
+    var status: Int
+    var row: JSONObject?
+}
+
 extension SyncContext {
     /// Sends the queue in order: in batches when the server advertises them (see
     /// ``PushOptions``), else one request per operation. Every operation carries its
     /// idempotency key (``SyncOperation/key``), so a server that remembers keys applies a
     /// replayed request once.
     ///
-    /// Each success writes the server's answer to the local row in the transaction that drops
-    /// the operation. A network error, a 401 or a cancel stops the push and keeps every
-    /// operation (those sent as attempted). Other errors are recorded on their operation and the
-    /// push goes on. A delete answered 404 or 410 is a success. An insert or an update sent
-    /// before whose answer was lost (a 409 or a 412 now) is checked against the server's row
-    /// (fetched with a `GET`): the same data is a success, other data a conflict. Conflicts (412, 409) go to
+    /// Each operation is marked sending (``SyncOperation/State/attempted``) in the queue before
+    /// its request goes; a local write to its row meanwhile is queued behind it. Each success
+    /// is one commit: the server's answer written to the local row (only its system properties
+    /// when a later change to the row is queued: never over that change), the operation dropped,
+    /// and the operations behind it based on the new version. A network error, a 401 or a cancel
+    /// stops the push and keeps every operation. Other errors are recorded on their operation
+    /// and the push goes on. A delete answered 404 or 410 is a success; an update answered 404
+    /// or 410 is a conflict (the row is gone on the server). An insert or an update sent before
+    /// whose answer was lost (a 409 or a 412 now) is checked against the server's row (fetched
+    /// with a `GET`): the same data is a success, other data a conflict. Conflicts go to
     /// `onConflict`; without one the operation stays, failed, with the server's row.
+    ///
+    /// An insert whose server assigns the id and whose answer was lost is sent again only when
+    /// the server advertises idempotency keys (`$capabilities`); otherwise it is held as
+    /// ``SyncOperation/State/uncertain`` (an outcome ``PushOutcome/Result/uncertain``, every
+    /// push, until ``settle(_:_:)``), and the operations of its row wait behind it.
     ///
     /// In a batch each operation's answer goes through exactly these rules, in queue order; an
     /// operation after one that met a conflict is still applied. A batch that fails as a whole
@@ -109,12 +131,11 @@ extension SyncContext {
         defer { telemetry.pushed(result, context: self) }
         let operations: [SyncOperation]
         do {
-            operations = try self.operations()
+            operations = try await queueRead { db in try SyncQueue.operations(db) }
         } catch {
             result.abortReason = "\(error)"
             return result
         }
-        defer { setInFlight(nil) }
         let limit = await batchLimit(options, operations: operations.count)
         var index = 0
         while index < operations.count {
@@ -126,8 +147,12 @@ extension SyncContext {
             }
             var run: [SyncOperation] = []
             if let limit {
+                // A run holds one operation per row: one behind another of its row is based on
+                // the version the earlier one's answer brings, so it goes in a later run.
+                var rows: Set<RowKey> = []
                 while index + run.count < operations.count, run.count < limit,
-                    Self.batchable(operations[index + run.count])
+                    Self.batchable(operations[index + run.count]),
+                    rows.insert(RowKey(operations[index + run.count])).inserted
                 {
                     run.append(operations[index + run.count])
                 }
@@ -143,12 +168,38 @@ extension SyncContext {
             let queued = operations[index]
             index += 1
             // The queue may have changed while earlier operations were sent.
-            guard let operation = try? read({ db in try SyncQueue.operation(db, sequence: queued.sequence) })
-            else { continue }
+            let current: SyncOperation?
+            do {
+                current = try await queueRead { db in try SyncQueue.operation(db, sequence: queued.sequence) }
+            } catch {
+                result.abortReason = "\(error)"
+                break
+            }
+            guard let operation = current, !Self.waitsForItsInsert(operation) else { continue }
             var outcome = PushOutcome(
                 sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
                 status: nil, result: .ok)
-            let step = await pushOne(operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1)
+            let step: PushStep
+            switch await action(for: operation) {
+            case .failure(let reason):
+                result.abortReason = "\(reason)"
+                return result
+            case .success(.skip):
+                outcome.result = .uncertain
+                step = .next
+            case .success(.holdUncertain):
+                do {
+                    try await queueWrite { db in try SyncQueue.apply(.held, db, sequence: operation.sequence) }
+                } catch {
+                    result.abortReason = "\(error)"
+                    return result
+                }
+                outcome.result = .uncertain
+                step = .next
+            case .success(.send(let replay)):
+                step = await pushOne(
+                    operation, replay: replay, onConflict: onConflict, outcome: &outcome, retriesLeft: 1)
+            }
             result.outcomes.append(outcome)
             report(.push(sent: result.outcomes.count, total: operations.count))
             if case .abort(let reason) = step {
@@ -159,28 +210,71 @@ extension SyncContext {
         return result
     }
 
+    /// A row of a table: the key of a batch run's one-operation-per-row rule.
+    struct RowKey: Hashable {
+        var table: String
+        var itemID: String
+        init(_ operation: SyncOperation) {
+            table = operation.table
+            itemID = operation.itemID
+        }
+    }
+
+    /// An operation of a row made offline in a table whose server names rows, other than its
+    /// insert: it is sent once the insert's answer has given the row its server id (which
+    /// renames the operation), never under the local id.
+    static func waitsForItsInsert(_ operation: SyncOperation) -> Bool {
+        operation.kind != .insert && LocalID.isLocal(operation.itemID)
+    }
+
+    /// What the push does with `operation` (``OperationLifecycle/action(for:serverHonoursKeys:)``),
+    /// asking the server's capabilities only when the answer depends on them; a failure says why
+    /// the push stops.
+    func action(for operation: SyncOperation) async -> Result<OperationLifecycle.Action, PushStop> {
+        let withoutKeys = OperationLifecycle.action(for: operation, serverHonoursKeys: false)
+        guard withoutKeys == .holdUncertain else { return .success(withoutKeys) }
+        guard let capabilities = await capabilities() else {
+            return .failure(PushStop("the server's capabilities could not be read (the network?)"))
+        }
+        return .success(OperationLifecycle.action(for: operation, serverHonoursKeys: capabilities.idempotencyKeys))
+    }
+
     /// Sends a run of operations in one batch and settles each answer in order as a single
     /// push would; returns why the push stops, or nil.
     private func pushBatch(
         _ run: [SyncOperation], total: Int, onConflict: ConflictHandler?, into result: inout PushResult
     ) async -> String? {
-        // The queue may have changed while earlier operations were sent.
-        let current = try? read { db in try SyncQueue.operations(db, sequences: run.map(\.sequence)) }
-        guard let current else { return "the operation queue could not be read" }
+        // The queue as it is now (a local write may have changed it while earlier operations
+        // were sent), each operation marked sending in one transaction before the batch goes.
+        let sequences = run.map(\.sequence)
+        let current: [SyncOperation]
         do {
-            try transaction { db in
-                for operation in current { try SyncQueue.setState(db, sequence: operation.sequence, .attempted) }
+            current = try await queueWrite { db in
+                var sending: [SyncOperation] = []
+                for operation in try SyncQueue.operations(db, sequences: sequences)
+                where !SyncContext.waitsForItsInsert(operation) && operation.state != .uncertain {
+                    if let marked = try SyncQueue.apply(.send, db, sequence: operation.sequence) {
+                        // The replay is the state before this send.
+                        var before = marked
+                        before.state = operation.state
+                        sending.append(before)
+                    }
+                }
+                return sending
             }
         } catch {
             return "\(error)"
         }
-        for operation in current { setInFlight(operation.sequence) }
+        guard !current.isEmpty else { return nil }
         var answers: [String: BatchAnswer] = [:]
         switch await sendBatch(current) {
         case .success(let received):
             answers = received
         case .failure(let error):
             if let http = error.httpError, http.code == .transport || http.code == .cancelled || http.status == 401 {
+                _ = try? await queueWrite { db in
+                    for operation in current { try SyncQueue.apply(.answerLost, db, sequence: operation.sequence) }
+                }
                 for operation in current {
                     result.outcomes.append(
                         PushOutcome(
@@ -193,26 +287,17 @@ extension SyncContext {
         // Any other failure of the batch as a whole: each operation on its own (its key makes
         // that safe whatever the batch did).
         }
-        // The operations as they are now (a local write may have changed one meanwhile).
-        let now = try? read { db in try SyncQueue.operations(db, sequences: current.map(\.sequence)) }
-        guard let now else { return "the operation queue could not be read" }
-        let wasAttempted = Dictionary(current.map { ($0.sequence, $0.state == .attempted) }) { a, _ in a }
-        let sentKeys = Dictionary(current.map { ($0.sequence, $0.key) }) { a, _ in a }
         // Plain successes in a row, of one table, are taken in one commit; anything else goes
         // through the rules one by one, in order.
         var plain: [(operation: SyncOperation, answer: BatchAnswer)] = []
-        for operation in now {
-            let answer = sentKeys[operation.sequence].flatMap { answers[$0] }
-            let isPlain =
-                answer.map { sentKeys[operation.sequence] == operation.key && Self.isPlainSuccess(operation, $0) }
-                ?? false
+        for operation in current {
+            let answer = answers[operation.key]
+            let isPlain = answer.map { Self.isPlainSuccess(operation, $0) } ?? false
             if isPlain, let answer, plain.first.map({ $0.operation.table == operation.table }) ?? true {
                 plain.append((operation, answer))
                 continue
             }
-            if let reason = await settle(
-                plain, wasAttempted: wasAttempted, total: total, onConflict: onConflict, into: &result)
-            {
+            if let reason = await settle(plain, total: total, onConflict: onConflict, into: &result) {
                 return reason
             }
             plain = []
@@ -222,13 +307,12 @@ extension SyncContext {
             }
             // Without an answer in the batch it is sent on its own, as it was before the batch.
             if let reason = await settleAlone(
-                operation, answer: answer, wasAttempted: wasAttempted[operation.sequence] ?? false, total: total,
-                onConflict: onConflict, into: &result)
+                operation, answer: answer, total: total, onConflict: onConflict, into: &result)
             {
                 return reason
             }
         }
-        return await settle(plain, wasAttempted: wasAttempted, total: total, onConflict: onConflict, into: &result)
+        return await settle(plain, total: total, onConflict: onConflict, into: &result)
     }
 
     /// Whether an answer from a batch needs none of the push's rules beyond taking it: a 2xx
@@ -237,16 +321,18 @@ extension SyncContext {
         (200..<300).contains(answer.status) && batchable(operation)
     }
 
-    /// Settles a run of plain successes of one table: the rows the server answered with and
-    /// the operations' removal from the queue, in one commit. Should that commit be refused (a
-    /// later change to one of the rows queued meanwhile, an answer that cannot be read), nothing
-    /// of it is kept and each goes through the rules on its own. Returns why the push stops, or nil.
+    /// Settles a run of plain successes of one table in one commit (``commitAnswers(_:engine:)``).
+    /// Should that commit be refused (an answer that cannot be read), each goes through the
+    /// rules on its own. Returns why the push stops, or nil.
     private func settle(
-        _ plain: [(operation: SyncOperation, answer: BatchAnswer)], wasAttempted: [Int64: Bool], total: Int,
-        onConflict: ConflictHandler?, into result: inout PushResult
+        _ plain: [(operation: SyncOperation, answer: BatchAnswer)], total: Int, onConflict: ConflictHandler?,
+        into result: inout PushResult
     ) async -> String? {
-        guard !plain.isEmpty else { return nil }
-        if (try? commitTogether(plain)) != nil {
+        guard let table = plain.first?.operation.table else { return nil }
+        let answered = plain.map {
+            (operation: $0.operation, answer: WriteAnswer(status: $0.answer.status, row: $0.answer.row))
+        }
+        if (try? await commitAnswers(answered, engine: engine(for: table))) != nil {
             for (operation, answer) in plain {
                 result.outcomes.append(
                     PushOutcome(
@@ -258,8 +344,7 @@ extension SyncContext {
         }
         for (operation, answer) in plain {
             if let reason = await settleAlone(
-                operation, answer: answer, wasAttempted: wasAttempted[operation.sequence] ?? false, total: total,
-                onConflict: onConflict, into: &result)
+                operation, answer: answer, total: total, onConflict: onConflict, into: &result)
             {
                 return reason
             }
@@ -270,54 +355,19 @@ extension SyncContext {
     /// Settles one operation of a batch through the one-by-one rules, with its answer from the
     /// batch (or, without one, by sending it alone); returns why the push stops, or nil.
     private func settleAlone(
-        _ operation: SyncOperation, answer: BatchAnswer?, wasAttempted: Bool, total: Int,
-        onConflict: ConflictHandler?, into result: inout PushResult
+        _ operation: SyncOperation, answer: BatchAnswer?, total: Int, onConflict: ConflictHandler?,
+        into result: inout PushResult
     ) async -> String? {
         var outcome = PushOutcome(
             sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
             status: nil, result: .ok)
         let step = await pushOne(
-            operation, onConflict: onConflict, outcome: &outcome, retriesLeft: 1, prepared: answer,
-            wasAttempted: wasAttempted)
+            operation, replay: operation.isReplay, onConflict: onConflict, outcome: &outcome, retriesLeft: 1,
+            prepared: answer)
         result.outcomes.append(outcome)
         report(.push(sent: result.outcomes.count, total: total))
         if case .abort(let reason) = step { return reason }
         return nil
-    }
-
-    /// The rows of plain successes (one table) and the removal of their operations, in one
-    /// commit; throws, changing nothing, when a later change to one of the rows is queued.
-    private func commitTogether(_ plain: [(operation: SyncOperation, answer: BatchAnswer)]) throws {
-        guard let table = plain.first?.operation.table else { return }
-        let engine = engine(for: table)
-        var options = engine.ingestOptions
-        // Answers to writes, not a listing of the table.
-        options.updatesEndpointCollection = false
-        let v3 = engine.version == .v3
-        var bytes: [UInt8] = v3 ? Array(#"{"items":["#.utf8) : [UInt8(ascii: "[")]
-        var first = true
-        for (operation, answer) in plain where operation.kind != .delete && !answer.body.isEmpty {
-            if !first { bytes.append(UInt8(ascii: ",")) }
-            first = false
-            bytes += answer.body
-        }
-        bytes += v3 ? Array("]}".utf8) : [UInt8(ascii: "]")]
-        let ingestor = engine.store.makeIngestor(endpoint: nil, options: options)
-        try ingestor.feed(bytes)
-        let batch = try ingestor.finish()
-        let operations = plain.map(\.operation)
-        try engine.store.commit(
-            batch,
-            alongside: SQLiteTransactionWork { db in
-                for operation in operations {
-                    try SyncQueue.remove(db, sequence: operation.sequence)
-                    if try SyncQueue.hasOperation(
-                        db, table: operation.table, itemID: operation.itemID, after: operation.sequence)
-                    {
-                        throw LaterChangeDuringPush()
-                    }
-                }
-            })
     }
 
     enum PushStep {
@@ -325,165 +375,138 @@ extension SyncContext {
         case abort(String)
     }
 
+    /// Why a push stops before an operation.
+    struct PushStop: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Sends one operation (or takes its answer from a batch) and settles it. `replay`: an
+    /// earlier attempt may have been applied.
     private func pushOne(
-        _ operation: SyncOperation, onConflict: ConflictHandler?, outcome: inout PushOutcome, retriesLeft: Int,
-        prepared: BatchAnswer? = nil, wasAttempted: Bool? = nil
+        _ queued: SyncOperation, replay: Bool, onConflict: ConflictHandler?, outcome: inout PushOutcome,
+        retriesLeft: Int, prepared: BatchAnswer? = nil
     ) async -> PushStep {
-        let engine = engine(for: operation.table)
-        let sequence = operation.sequence
-        let wasAttempted = wasAttempted ?? (operation.state == .attempted)
-        // An answer from a batch: the batch marked its operations attempted before it went.
+        let engine = engine(for: queued.table)
+        let sequence = queued.sequence
+        var operation = queued
+        var sent = queued.sentRow
+        // Sending: written before the request goes (a batch marked its operations already).
         if prepared == nil {
             do {
-                try transaction { db in try SyncQueue.setState(db, sequence: sequence, .attempted) }
+                guard let marked = try await queueWrite({ db in try SyncQueue.apply(.send, db, sequence: sequence) })
+                else { return .next }
+                operation = marked
             } catch {
                 return .abort("\(error)")
             }
         }
-        setInFlight(sequence)
-        let dropOperation: @Sendable (IngestBatch) throws -> ResponseCommit = { _ in
-            ResponseCommit(alongside: SQLiteTransactionWork { db in try SyncQueue.remove(db, sequence: sequence) })
-        }
         do {
-            guard let request = try request(for: operation, engine: engine) else {
-                try? transaction { db in
-                    try SyncQueue.recordFailure(
-                        db, sequence: sequence, status: nil, serverItem: nil, rawBody: [],
-                        error: "the local row is gone")
+            var built = try request(for: operation, engine: engine)
+            if built == nil, replay, operation.kind == .insert, LocalID.isLocal(operation.itemID),
+                let again = operation.sentRow
+            {
+                // Deleted locally, but it may be on the server: sent again as it was (its key
+                // brings the first answer, and the server's id for the delete behind it).
+                built = try request(for: operation, engine: engine, row: again)
+            }
+            guard let request = built else {
+                // The row was deleted locally: when its delete is queued behind, that delete
+                // settles the row on the server (a 404 there is a success), and this write has
+                // nothing left to send. An insert never applied takes the row's operations with
+                // it: the server never had the row.
+                let table = operation.table
+                let item = operation.itemID
+                let dropsRow = !replay && operation.kind == .insert
+                let moot = try? await queueWrite { db -> Bool in
+                    let behind = try SyncQueue.operations(db, table: table, itemID: item)
+                        .filter { $0.sequence > sequence }
+                    guard behind.contains(where: { $0.kind == .delete }) else {
+                        try SyncQueue.recordFailure(
+                            db, sequence: sequence, status: nil, serverItem: nil, rawBody: [],
+                            error: "the local row is gone")
+                        return false
+                    }
+                    try SyncQueue.remove(db, sequence: sequence)
+                    if dropsRow { for next in behind { try SyncQueue.remove(db, sequence: next.sequence) } }
+                    return true
                 }
-                outcome.result = .error
+                outcome.result = moot == true ? .ok : .error
                 return .next
+            }
+            if operation.kind != .delete, prepared == nil, let local = engine.row(engine.storeID(operation.itemID)) {
+                // What was sent: what a replay's answer is compared with, and what a lookup after
+                // a lost answer looks for (the local row may change meanwhile).
+                let data = OfflineTable.data(local)
+                sent = data
+                _ = try? await queueWrite { db in try SyncQueue.setSentRow(db, sequence: sequence, data) }
             }
             var headers: HTTPHeaders = ["Idempotency-Key": operation.key]
             if let ifMatch = request.ifMatch { headers["If-Match"] = ifMatch }
             let path = try engine.rowPath(request.pathID)
-            let answer: PushAnswer
-            switch operation.kind {
-            case .insert, .update:
-                if operation.kind == .insert, LocalID.isLocal(operation.itemID) {
-                    // Its answer renames the row everywhere in the commit that takes it.
-                    let result = try await LocalID.insert(
-                        operation.itemID, operation: operation, path: path, body: request.body ?? [], engine: engine,
-                        context: self)
-                    answer = PushAnswer(status: result.status, committed: result.ingest != nil)
-                } else {
-                    answer = try await sendRow(
-                        operation, method: request.method, path: path, body: request.body ?? [], headers: headers,
-                        engine: engine, prepared: prepared)
-                }
-            case .delete:
-                answer = try await exchange(
-                    engine, .delete, path, body: nil, headers: headers, condition: { _ in false },
-                    commitPlan: dropOperation, prepared: prepared)
-            }
+            let answer = try await exchange(
+                engine, request.method, path, body: request.body, headers: headers, prepared: prepared)
             outcome.status = answer.status
-            if !answer.committed {
-                // No body (a 204): nothing was committed with it.
-                try transaction { db in try SyncQueue.remove(db, sequence: sequence) }
+            do {
+                try await commitAnswers([(operation, answer)], engine: engine)
+            } catch {
+                // Applied on the server, not taken locally (an answer that is not a row, a store
+                // that cannot be written): left attempted, so the next push checks it.
+                _ = try? await queueWrite { db in try SyncQueue.apply(.answerLost, db, sequence: sequence) }
+                outcome.result = .error
+                return .next
             }
             outcome.result = .ok
             return .next
-        } catch let error as TableError<JSONObject> {
+        } catch {
             outcome.status = error.status
             return await handle(
-                error, operation: operation, engine: engine, wasAttempted: wasAttempted, onConflict: onConflict,
+                error, operation: operation, sent: sent, engine: engine, replay: replay, onConflict: onConflict,
                 outcome: &outcome, retriesLeft: retriesLeft)
-        } catch {
-            return .abort("\(error)")
         }
-    }
-
-    /// A change to the row queued behind the operation while the operation was on its way:
-    /// the answer's commit steps back rather than write over it.
-    struct LaterChangeDuringPush: Error {}
-
-    /// Sends an insert or an update. When a later change to the row is queued behind it (made
-    /// while this one was on its way), the server's answer does not overwrite the local row:
-    /// only its system properties are taken, and the later operations are based on the new
-    /// version. Checked when the answer arrives and again inside its commit.
-    private func sendRow(
-        _ operation: SyncOperation, method: HTTPMethod, path: String, body: [UInt8], headers: HTTPHeaders,
-        engine: TableEngine, prepared: BatchAnswer?
-    ) async throws(TableError<JSONObject>) -> PushAnswer {
-        let sequence = operation.sequence
-        let table = operation.table
-        let item = operation.itemID
-        let names = engine.version.systemPropertyNames
-        let versionName = engine.wireName(.version)
-        let held = Mutex<(held: Bool, system: JSONObject)>((false, [:]))
-        let laterOperations: @Sendable (Database) throws -> [SyncOperation] = { db in
-            try SyncQueue.operations(db, table: table, itemID: item).filter { $0.sequence > sequence }
-        }
-        let answer = try await exchange(
-            engine, method, path, body: body, headers: headers,
-            condition: { [self] entity in
-                let fields = entity.untypedFields ?? entity.fields
-                let system = JSONObject(fields.members.filter { names.contains($0.key) })
-                let later = (try? read { db in !(try laterOperations(db)).isEmpty }) ?? false
-                held.withLock { $0 = (later, system) }
-                return !later
-            },
-            commitPlan: { _ in
-                let (wasHeld, system) = held.withLock { $0 }
-                let version = versionName.flatMap { name -> String? in
-                    if case .string(let v)? = system[name] { return v }
-                    return nil
-                }
-                return ResponseCommit(
-                    alongside: SQLiteTransactionWork { db in
-                        try SyncQueue.remove(db, sequence: sequence)
-                        let later = try laterOperations(db)
-                        guard !later.isEmpty else { return }
-                        if !wasHeld { throw LaterChangeDuringPush() }
-                        for next in later { try SyncQueue.setVersion(db, sequence: next.sequence, version) }
-                    })
-            }, prepared: prepared)
-        let (wasHeld, system) = held.withLock { $0 }
-        if wasHeld, system.count > 0 {
-            var change = StoreChange()
-            change.upsert(id: engine.storeID(item), fields: system)
-            _ = try? session.store.commit(change)
-        }
-        return answer
     }
 
     private func handle(
-        _ error: TableError<JSONObject>, operation: SyncOperation, engine: TableEngine, wasAttempted: Bool,
-        onConflict: ConflictHandler?, outcome: inout PushOutcome, retriesLeft: Int
+        _ error: TableError<JSONObject>, operation: SyncOperation, sent: JSONObject?, engine: TableEngine,
+        replay: Bool, onConflict: ConflictHandler?, outcome: inout PushOutcome, retriesLeft: Int
     ) async -> PushStep {
         let sequence = operation.sequence
-        // The network, a cancel, or a 401: nothing more can go through now.
-        if error.code == .http, let http = error.httpError,
-            http.code == .transport || http.code == .cancelled || http.status == 401
-        {
+        // The network or a cancel: the server may or may not have it. Nothing more goes now.
+        if error.code == .http, let http = error.httpError, http.code == .transport || http.code == .cancelled {
+            _ = try? await queueWrite { db in try SyncQueue.apply(.answerLost, db, sequence: sequence) }
             outcome.result = .error
-            return .abort(http.status == 401 ? "the server answered 401" : http.message)
+            return .abort(http.message)
         }
-        if let http = error.httpError, SyncContext.chain(of: http).contains(where: { $0 is LaterChangeDuringPush }) {
-            // Applied on the server, not taken locally: left attempted, so the next push checks
-            // the server's row against the local one.
+        // A 401: refused, and nothing more can go through now.
+        if error.status == 401 {
+            await record(error, sequence: sequence)
             outcome.result = .error
-            return .next
+            return .abort("the server answered 401")
         }
-        if operation.kind == .delete, error.code == .notFound || error.code == .gone {
-            try? transaction { db in try SyncQueue.remove(db, sequence: sequence) }
+        let gone = error.code == .notFound || error.code == .gone
+        if operation.kind == .delete, gone {
+            _ = try? await queueWrite { db in try SyncQueue.remove(db, sequence: sequence) }
             outcome.result = .ok
             return .next
         }
-        guard error.code == .preconditionFailed || error.code == .conflict else {
-            record(error, sequence: sequence)
+        guard error.code == .preconditionFailed || error.code == .conflict || (gone && operation.kind == .update)
+        else {
+            await record(error, sequence: sequence)
             outcome.result = .error
             return .next
         }
-        var serverItem = error.serverItemJSON
-        if wasAttempted, operation.kind == .insert || operation.kind == .update {
+        var serverItem = gone ? nil : error.serverItemJSON
+        if !gone, replay, operation.kind == .insert || operation.kind == .update {
             // The first attempt may have been committed with its answer lost (a POST answered 409
             // now, a PATCH whose If-Match its own write made stale): the error's body proves
             // nothing, the server's row does.
             if let fetched = await fetch(operation.itemID, engine: engine) {
-                let local = engine.row(engine.storeID(operation.itemID))
+                // Compared with what was sent: the local row may hold a later change by now.
+                let local = sent ?? engine.row(engine.storeID(operation.itemID))
                 if let local, OfflineTable.sameData(local, fetched) {
-                    if (try? adopt(fetched, engine: engine, dropping: sequence)) != nil {
+                    if (try? await commitAnswers([(operation, WriteAnswer(status: 200, row: fetched))], engine: engine))
+                        != nil
+                    {
                         outcome.result = .ok
                         return .next
                     }
@@ -496,7 +519,7 @@ extension SyncContext {
             localItem: operation.kind == .delete ? operation.item : engine.row(engine.storeID(operation.itemID)),
             serverItem: serverItem)
         guard let onConflict else {
-            record(error, sequence: sequence, serverItem: serverItem)
+            await record(error, sequence: sequence, serverItem: serverItem)
             outcome.result = .conflict
             return .next
         }
@@ -504,14 +527,36 @@ extension SyncContext {
             guard let name = engine.wireName(.version), case .string(let v)? = item[name] else { return nil }
             return v
         }
+        let storeID = engine.storeID(operation.itemID)
         switch await onConflict(conflict) {
         case .abort:
-            record(error, sequence: sequence, serverItem: serverItem)
+            await record(error, sequence: sequence, serverItem: serverItem)
             outcome.result = .conflict
             return .abort("the conflict handler stopped the push at operation \(sequence)")
         case .serverWins:
-            guard let serverItem, (try? adopt(serverItem, engine: engine, dropping: sequence)) != nil else {
-                record(error, sequence: sequence, serverItem: serverItem)
+            if let serverItem {
+                // As an answer: the server's row, or only its system properties when a later
+                // local change is queued behind (that change is newer than the conflict).
+                let answer = WriteAnswer(status: error.status ?? 0, row: serverItem)
+                if (try? await commitAnswers([(operation, answer)], engine: engine)) == nil {
+                    await record(error, sequence: sequence, serverItem: serverItem)
+                    outcome.result = .conflict
+                    return .next
+                }
+                outcome.result = .resolved
+                return .next
+            }
+            var change = StoreChange()
+            if gone {
+                // The server has no such row: neither has the device now.
+                change.remove(storeID)
+            } else {
+                await record(error, sequence: sequence, serverItem: serverItem)
+                outcome.result = .conflict
+                return .next
+            }
+            if (try? await commitSettling(change, dropping: sequence)) == nil {
+                await record(error, sequence: sequence, serverItem: serverItem)
                 outcome.result = .conflict
                 return .next
             }
@@ -519,79 +564,71 @@ extension SyncContext {
             return .next
         case .discard:
             var change = StoreChange()
-            change.remove(engine.storeID(operation.itemID))
-            try? commit(change) { db in try SyncQueue.remove(db, sequence: sequence) }
+            change.remove(storeID)
+            try? await commitSettling(change, dropping: sequence)
             outcome.result = .resolved
             return .next
         case .replace(let row):
             var change = StoreChange()
             var fields = OfflineTable.data(row)
             if let name = engine.wireName(.version), let serverVersion { fields[name] = .string(serverVersion) }
-            change.upsert(id: engine.storeID(operation.itemID), fields: fields)
-            let kind: SyncOperation.Kind = operation.kind == .insert ? .update : operation.kind
-            try? commit(change) { db in
+            change.upsert(id: storeID, fields: fields)
+            // Over the server's version; a row the server no longer has is inserted again.
+            let kind: SyncOperation.Kind = gone ? .insert : operation.kind == .insert ? .update : operation.kind
+            try? await commitQueued(change) { db in
                 try SyncQueue.collapse(db, sequence: sequence, kind: kind, version: serverVersion, item: operation.item)
-                try SyncQueue.setState(db, sequence: sequence, .pending)
+                try SyncQueue.apply(.released, db, sequence: sequence)
             }
             outcome.result = .resolved
             return .next
         case .clientWins:
-            guard retriesLeft > 0, serverVersion != nil || operation.kind != .insert else {
-                record(error, sequence: sequence, serverItem: serverItem)
+            guard retriesLeft > 0, serverVersion != nil || operation.kind != .insert || gone else {
+                await record(error, sequence: sequence, serverItem: serverItem)
                 outcome.result = .conflict
                 return .next
             }
-            // Over the server's version: an insert of a row the server has becomes an update.
-            let kind: SyncOperation.Kind = operation.kind == .insert ? .update : operation.kind
-            try? transaction { db in
-                try SyncQueue.collapse(db, sequence: sequence, kind: kind, version: serverVersion, item: operation.item)
-            }
-            guard let again = try? read({ db in try SyncQueue.operation(db, sequence: sequence) }) else {
+            // Over the server's version: an insert of a row the server has becomes an update,
+            // an update of a row the server no longer has becomes its insert.
+            let kind: SyncOperation.Kind = gone ? .insert : operation.kind == .insert ? .update : operation.kind
+            let again: SyncOperation?
+            do {
+                again = try await queueWrite { db in
+                    try SyncQueue.collapse(
+                        db, sequence: sequence, kind: kind, version: gone ? nil : serverVersion, item: operation.item)
+                    return try SyncQueue.operation(db, sequence: sequence)
+                }
+            } catch {
                 return .next
             }
-            let step = await pushOne(again, onConflict: nil, outcome: &outcome, retriesLeft: retriesLeft - 1)
+            guard let again else { return .next }
+            // A row the server keeps deleted refuses its id again (409): the delete then stands,
+            // and the row goes locally.
+            let discard: ConflictHandler = { @Sendable _ in .discard }
+            let stands: ConflictHandler? = gone ? discard : nil
+            let step = await pushOne(
+                again, replay: false, onConflict: stands, outcome: &outcome, retriesLeft: retriesLeft - 1)
             if outcome.result == .ok { outcome.result = .resolved }
             return step
         }
     }
 
-    /// Records a failed attempt on its operation.
-    private func record(_ error: TableError<JSONObject>, sequence: Int64, serverItem: JSONObject? = nil) {
+    /// Records a refused attempt on its operation: failed, with the server's answer.
+    private func record(_ error: TableError<JSONObject>, sequence: Int64, serverItem: JSONObject? = nil) async {
         let item = serverItem ?? error.serverItemJSON
-        try? transaction { db in
+        _ = try? await queueWrite { db in
             try SyncQueue.recordFailure(
                 db, sequence: sequence, status: error.status, serverItem: item, rawBody: error.body,
                 error: error.message)
         }
     }
 
-    /// The server's row, read without touching the store.
-    private func fetch(_ id: String, engine: TableEngine) async -> JSONObject? {
-        let seen = Mutex<JSONObject?>(nil)
-        do {
-            _ = try await engine.send(
-                .get, try engine.rowPath(id),
-                condition: { entity in
-                    if let fields = entity.untypedFields {
-                        var row: JSONObject = ["id": .string(id)]
-                        for (key, value) in fields where key != "id" { row[key] = value }
-                        seen.withLock { $0 = row }
-                    }
-                    return false
-                })
-        } catch {
-            return nil
-        }
-        return seen.withLock { $0 }
-    }
-
-    /// Puts the server's row in place of the local one and drops the operation, in one commit.
-    private func adopt(_ serverItem: JSONObject, engine: TableEngine, dropping sequence: Int64) throws(SyncError) {
-        var fields = serverItem
-        fields["id"] = nil
-        var change = StoreChange()
-        change.upsert(id: engine.storeID(TableEngine.idText(serverItem["id"]) ?? ""), fields: fields)
-        try commit(change) { db in try SyncQueue.remove(db, sequence: sequence) }
+    /// The server's row, read as JSON without touching the store; nil when it cannot be read.
+    func fetch(_ id: String, engine: TableEngine) async -> JSONObject? {
+        guard let path = try? engine.rowPath(id),
+            let result = try? await session.send(.get, path, consuming: .json()),
+            case .object(let row)? = result.json
+        else { return nil }
+        return row
     }
 }
 

@@ -34,7 +34,6 @@ public final class SyncContext: Sendable {
 
     private struct State {
         var tables: [String: TableSettings] = [:]
-        var inFlight: Set<Int64> = []
         var observers: [Int: AsyncStream<SyncProgress>.Continuation] = [:]
         var nextObserver = 0
     }
@@ -86,14 +85,6 @@ public final class SyncContext: Sendable {
             keepsTaskCollections: false)
     }
 
-    var inFlight: Set<Int64> { state.withLock { $0.inFlight } }
-
-    func setInFlight(_ sequence: Int64?) {
-        state.withLock { s in
-            if let sequence { s.inFlight.insert(sequence) } else { s.inFlight.removeAll() }
-        }
-    }
-
     // MARK: Progress
 
     /// The progress of every later push and pull of this context, as it happens: operations
@@ -123,16 +114,32 @@ public final class SyncContext: Sendable {
         try read { db in try SyncQueue.operations(db, table: table) }
     }
 
-    /// The operations that failed, with their status and the server's row.
+    /// The operations that need the app: those that failed, with their status and the server's
+    /// row, and those held ``SyncOperation/State/uncertain``, in queue order.
     public func failedOperations() throws(SyncError) -> [SyncOperation] {
-        try operations().filter { $0.state == .failed }
+        try operations().filter { $0.state == .failed || $0.state == .uncertain }
     }
 
-    /// Drops one operation from the queue; the local row stays as it is (a later pull brings
-    /// the server's row back over it).
+    /// The version of the queue's tables in the file (``queueSchemaVersion``, once this context
+    /// has opened it).
+    public func queueSchemaVersion() throws(SyncError) -> Int {
+        try read { db in try SyncQueue.storedSchemaVersion(db) ?? 1 }
+    }
+
+    /// The version of the queue's tables this library reads and writes. A file whose queue a
+    /// newer version wrote is refused (``SyncErrorCode/unsupportedSchema``), never misread.
+    public static let queueSchemaVersion = SyncQueue.schemaVersion
+
+    /// Drops one operation from the queue, whatever its state (a row this version does not
+    /// know included); the local row stays as it is: a later pull brings the server's row back
+    /// over it, and ``OfflineTable/reconcile(by:ids:)`` removes a row the server does not have.
+    /// An operation being sent meanwhile is dropped all the same: its answer then changes
+    /// nothing locally.
+    ///
+    /// - Throws: ``SyncErrorCode/notFound`` when the queue has no such operation.
     public func cancel(_ sequence: Int64) throws(SyncError) {
         try transaction { db in
-            guard try SyncQueue.operation(db, sequence: sequence) != nil else {
+            guard try SyncQueue.exists(db, sequence: sequence) else {
                 throw SyncError(.notFound, "no operation \(sequence) in the queue")
             }
             try SyncQueue.remove(db, sequence: sequence)
@@ -149,6 +156,48 @@ public final class SyncContext: Sendable {
             try SyncQueue.setVersion(db, sequence: sequence, version)
             try SyncQueue.setState(db, sequence: sequence, .pending)
         }
+    }
+
+    // MARK: The queue, off the cooperative pool
+
+    /// Reads the queue on a snapshot, on a dispatch queue: the push's and the settling's SQLite
+    /// work never blocks a thread of Swift's cooperative pool.
+    func queueRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(SyncError) -> T {
+        let outcome = await runBlocking { [self] () -> Result<T, SyncError> in
+            do throws(SyncError) {
+                return .success(try read(body))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Runs `body` in a transaction of the file, on a dispatch queue.
+    @discardableResult
+    func queueWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(SyncError) -> T {
+        let outcome = await runBlocking { [self] () -> Result<T, SyncError> in
+            do throws(SyncError) {
+                return .success(try transaction(body))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Commits `change` with `work` in the same transaction, on a dispatch queue.
+    func commitQueued(_ change: StoreChange, _ work: @escaping @Sendable (Database) throws -> Void)
+        async throws(SyncError)
+    {
+        let outcome = await runBlocking { [self] () -> Result<Void, SyncError> in
+            do throws(SyncError) {
+                return .success(try commit(change, work))
+            } catch {
+                return .failure(error)
+            }
+        }
+        try outcome.get()
     }
 
     // MARK: Transactions

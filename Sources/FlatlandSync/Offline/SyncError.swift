@@ -40,8 +40,19 @@ public struct SyncErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// body is not a page of rows, a row without an `updatedAt` the pull can read.
     public static let invalidResponse = SyncErrorCode(name: "invalidResponse")
 
+    /// A queue row holds a kind or a state this version does not know (a newer one wrote it):
+    /// it is refused, never sent as something else. ``SyncContext/cancel(_:)`` drops it.
+    public static let unknownOperation = SyncErrorCode(name: "unknownOperation")
+    /// The file's sync tables are at a schema version newer than this library knows
+    /// (``SyncContext/queueSchemaVersion``): the file is left as it is.
+    public static let unsupportedSchema = SyncErrorCode(name: "unsupportedSchema")
+    /// A lookup to settle an uncertain insert matched more than one server row.
+    public static let ambiguousLookup = SyncErrorCode(name: "ambiguousLookup")
+
     /// (Internal: a pulled page met a local change inside its commit and is read again.)
     static let pageRace = SyncErrorCode(name: "pageRace")
+    /// (Internal: a push's answer met a later local change inside its commit and is settled again.)
+    static let laterChange = SyncErrorCode(name: "laterChange")
 
     public var description: String { name }
 }

@@ -37,12 +37,39 @@ enum SyncQueue {
         """,
     ]
 
+    /// The version of the queue's tables this code reads and writes (kept in
+    /// `flatland_sync_schema`). 1: the tables before the version was kept; 2: the operation's
+    /// `maybe_applied`, the `uncertain` state and this table.
+    static let schemaVersion = 2
+
+    /// Creates the queue's tables, or brings an older file's up to ``schemaVersion``.
+    ///
+    /// - Throws: ``SyncErrorCode/unsupportedSchema`` for a file a newer version wrote (it is
+    ///   left as it is).
     static func create(_ db: Database) throws {
+        try db.execute(sql: "CREATE TABLE IF NOT EXISTS flatland_sync_schema (version INTEGER NOT NULL)")
+        let found = try Int.fetchOne(db, sql: "SELECT max(version) FROM flatland_sync_schema")
+        if let found, found > schemaVersion {
+            throw SyncError(
+                .unsupportedSchema,
+                "the sync tables are at schema version \(found), written by a newer version of Flatland; this one knows up to \(schemaVersion) and leaves them as they are"
+            )
+        }
         for statement in schema + [LocalID.schema] { try db.execute(sql: statement) }
         // The idempotency key of each operation's request; a file written before keys existed
         // gains the column, and a key for each operation it holds.
-        if try !db.columns(in: "flatland_sync_operations").contains(where: { $0.name == "key" }) {
+        let columns = try db.columns(in: "flatland_sync_operations").map(\.name)
+        if !columns.contains("key") {
             try db.execute(sql: "ALTER TABLE flatland_sync_operations ADD COLUMN key TEXT")
+        }
+        if !columns.contains("sent_row") {
+            try db.execute(sql: "ALTER TABLE flatland_sync_operations ADD COLUMN sent_row BLOB")
+        }
+        if !columns.contains("maybe_applied") {
+            try db.execute(
+                sql: "ALTER TABLE flatland_sync_operations ADD COLUMN maybe_applied INTEGER NOT NULL DEFAULT 0")
+            // Version 1 kept no such fact: an operation sent with no answer may have been applied.
+            try db.execute(sql: "UPDATE flatland_sync_operations SET maybe_applied = 1 WHERE state = 'attempted'")
         }
         try db.execute(sql: "UPDATE flatland_sync_operations SET key = \(newKeySQL) WHERE key IS NULL")
         // A changed operation is a new request (another row, kind, id or If-Match): a new key, so
@@ -56,6 +83,15 @@ enum SyncQueue {
                     UPDATE flatland_sync_operations SET key = \(newKeySQL) WHERE sequence = NEW.sequence;
                 END
                 """)
+        if found != schemaVersion {
+            try db.execute(sql: "DELETE FROM flatland_sync_schema")
+            try db.execute(sql: "INSERT INTO flatland_sync_schema (version) VALUES (?)", arguments: [schemaVersion])
+        }
+    }
+
+    /// The schema version the file's queue is at.
+    static func storedSchemaVersion(_ db: Database) throws -> Int? {
+        try Int.fetchOne(db, sql: "SELECT max(version) FROM flatland_sync_schema")
     }
 
     /// A fresh random key in SQL: a version-4 UUID's text.
@@ -71,7 +107,8 @@ enum SyncQueue {
     /// them by position (by name, GRDB lowercases and compares every column's name for each
     /// value: a sixth of a batched push's CPU went to reading its operations).
     private enum Column: Int, CaseIterable {
-        case sequence, tableName, itemID, kind, state, version, item, changes, status, serverItem, rawBody, error, key
+        case sequence, tableName, itemID, kind, state, version, item, changes, status, serverItem, rawBody, error, key,
+            maybeApplied, sentRow
 
         var name: String {
             switch self {
@@ -88,6 +125,8 @@ enum SyncQueue {
             case .rawBody: "raw_body"
             case .error: "error"
             case .key: "key"
+            case .maybeApplied: "maybe_applied"
+            case .sentRow: "sent_row"
             }
         }
     }
@@ -95,41 +134,77 @@ enum SyncQueue {
     static let columns = Column.allCases.map(\.name).joined(separator: ", ")
 
     /// An operation from a row that selected ``columns``.
-    static func operation(_ row: Row) -> SyncOperation {
+    ///
+    /// - Throws: ``SyncErrorCode/unknownOperation`` for a kind or a state this version does not
+    ///   know (a newer one wrote it): such a row is never read as something else, nor sent.
+    static func operation(_ row: Row) throws(SyncError) -> SyncOperation {
         func object(_ bytes: Data?) -> JSONObject? {
             guard let bytes, case .object(let o)? = try? JSONValue(parsing: Array(bytes)) else { return nil }
             return o
         }
         func value<Value: DatabaseValueConvertible>(_ column: Column) -> Value { row[column.rawValue] }
         func optional<Value: DatabaseValueConvertible>(_ column: Column) -> Value? { row[column.rawValue] }
+        let sequence: Int64 = value(.sequence)
+        let table: String = value(.tableName)
+        let kindText: String = optional(.kind) ?? ""
+        let stateText: String = optional(.state) ?? ""
+        guard let kind = SyncOperation.Kind(rawValue: kindText) else {
+            throw SyncError(
+                .unknownOperation,
+                "operation \(sequence) of table \(table) has kind '\(kindText)', which this version of Flatland does not know: it is not sent (cancel it to go on)",
+                table: table)
+        }
+        guard let state = SyncOperation.State(rawValue: stateText) else {
+            throw SyncError(
+                .unknownOperation,
+                "operation \(sequence) of table \(table) has state '\(stateText)', which this version of Flatland does not know: it is not sent (cancel it to go on)",
+                table: table)
+        }
         return SyncOperation(
-            sequence: value(.sequence), table: value(.tableName), itemID: value(.itemID),
-            kind: SyncOperation.Kind(rawValue: value(.kind)) ?? .update,
-            state: SyncOperation.State(rawValue: value(.state)) ?? .pending, version: optional(.version),
-            item: object(optional(.item)), changes: value(.changes), status: optional(.status),
-            serverItem: object(optional(.serverItem)), rawBody: (optional(.rawBody) as Data?).map { Array($0) },
-            error: optional(.error), key: optional(.key) ?? "")
+            sequence: sequence, table: table, itemID: value(.itemID), kind: kind, state: state,
+            version: optional(.version), item: object(optional(.item)), changes: value(.changes),
+            status: optional(.status), serverItem: object(optional(.serverItem)),
+            rawBody: (optional(.rawBody) as Data?).map { Array($0) }, error: optional(.error),
+            key: optional(.key) ?? "", mayHaveBeenApplied: (optional(.maybeApplied) as Int?).map { $0 != 0 } ?? false,
+            sentRow: object(optional(.sentRow)))
+    }
+
+    /// The operations of `rows`, each read strictly (``operation(_:)``).
+    private static func operations(_ rows: [Row]) throws -> [SyncOperation] {
+        var result: [SyncOperation] = []
+        result.reserveCapacity(rows.count)
+        for row in rows { result.append(try operation(row)) }
+        return result
     }
 
     /// Every operation, in queue order; only `table`'s when given.
     static func operations(_ db: Database, table: String? = nil) throws -> [SyncOperation] {
         if let table {
-            return try Row.fetchAll(
-                db.cachedStatement(
-                    sql: "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? ORDER BY sequence"),
-                arguments: [table]
-            ).map(operation)
+            return try operations(
+                Row.fetchAll(
+                    db.cachedStatement(
+                        sql: "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? ORDER BY sequence"),
+                    arguments: [table]))
         }
-        return try Row.fetchAll(db, sql: "SELECT \(columns) FROM flatland_sync_operations ORDER BY sequence")
-            .map(operation)
+        return try operations(
+            Row.fetchAll(db, sql: "SELECT \(columns) FROM flatland_sync_operations ORDER BY sequence"))
     }
 
     /// The operation with this sequence number.
     static func operation(_ db: Database, sequence: Int64) throws -> SyncOperation? {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT \(columns) FROM flatland_sync_operations WHERE sequence = ?"),
-            arguments: [sequence]
-        ).map(operation)
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(columns) FROM flatland_sync_operations WHERE sequence = ?"),
+                arguments: [sequence])
+        else { return nil }
+        return try operation(row)
+    }
+
+    /// Whether the queue holds an operation with this sequence number, whatever it holds.
+    static func exists(_ db: Database, sequence: Int64) throws -> Bool {
+        try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM flatland_sync_operations WHERE sequence = ?)", arguments: [sequence])
+            ?? false
     }
 
     /// The operations with these sequence numbers that are still queued, in queue order: one
@@ -139,20 +214,19 @@ enum SyncQueue {
         let wanted = Set(sequences)
         let statement = try db.cachedStatement(
             sql: "SELECT \(columns) FROM flatland_sync_operations WHERE sequence BETWEEN ? AND ? ORDER BY sequence")
-        return try Row.fetchAll(statement, arguments: [low, high]).compactMap { row in
-            wanted.contains(row["sequence"]) ? operation(row) : nil
-        }
+        return try operations(
+            Row.fetchAll(statement, arguments: [low, high]).filter { wanted.contains($0["sequence"]) })
     }
 
     /// The operations of one row, in queue order.
     static func operations(_ db: Database, table: String, itemID: String) throws -> [SyncOperation] {
-        try Row.fetchAll(
-            db.cachedStatement(
-                sql:
-                    "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? AND item_id = ? ORDER BY sequence"
-            ),
-            arguments: [table, itemID]
-        ).map(operation)
+        try operations(
+            Row.fetchAll(
+                db.cachedStatement(
+                    sql:
+                        "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? AND item_id = ? ORDER BY sequence"
+                ),
+                arguments: [table, itemID]))
     }
 
     /// Whether an operation of the row comes after `sequence` in the queue.
@@ -218,21 +292,61 @@ enum SyncQueue {
             .execute(arguments: [state.rawValue, sequence])
     }
 
+    /// Applies `event` to the operation at `sequence` (``OperationLifecycle``), in the caller's
+    /// transaction: the new state, or its removal. Returns the operation as it is now (nil when
+    /// it left the queue or was not there). A ``OperationLifecycle/Event/send`` of an operation
+    /// already attempted records that it may have been applied.
+    @discardableResult
+    static func apply(_ event: OperationLifecycle.Event, _ db: Database, sequence: Int64) throws -> SyncOperation? {
+        guard let current = try operation(db, sequence: sequence) else { return nil }
+        guard let next = try OperationLifecycle.next(current.state, on: event) else {
+            try remove(db, sequence: sequence)
+            return nil
+        }
+        var maybeApplied = current.mayHaveBeenApplied
+        switch event {
+        case .send where current.state == .attempted, .answerLost, .refused(serverError: true), .held:
+            maybeApplied = true
+        case .released:
+            maybeApplied = false
+        default:
+            break
+        }
+        try db.cachedStatement(
+            sql: "UPDATE flatland_sync_operations SET state = ?, maybe_applied = ? WHERE sequence = ?"
+        ).execute(arguments: [next.rawValue, maybeApplied ? 1 : 0, sequence])
+        var updated = current
+        updated.state = next
+        updated.mayHaveBeenApplied = maybeApplied
+        return updated
+    }
+
+    /// Keeps the data an insert is sent with (of a row whose server assigns the id): what a
+    /// lookup after a lost answer looks for, whatever the local row became since.
+    static func setSentRow(_ db: Database, sequence: Int64, _ row: JSONObject) throws {
+        try db.cachedStatement(sql: "UPDATE flatland_sync_operations SET sent_row = ? WHERE sequence = ?")
+            .execute(arguments: [bytes(row), sequence])
+    }
+
     static func setVersion(_ db: Database, sequence: Int64, _ version: String?) throws {
         try db.execute(
             sql: "UPDATE flatland_sync_operations SET version = ? WHERE sequence = ?", arguments: [version, sequence])
     }
 
+    /// Records a refused attempt: failed, with the server's answer (``OperationLifecycle/Event/refused(serverError:)``).
     static func recordFailure(
-        _ db: Database, sequence: Int64, status: Int?, serverItem: JSONObject?, rawBody: [UInt8], error: String
+        _ db: Database, sequence: Int64, status: Int?, serverItem: JSONObject?, rawBody: [UInt8], error: String,
+        state: SyncOperation.State = .failed
     ) throws {
+        let serverError = (status ?? 0) >= 500
         try db.execute(
             sql: """
                 UPDATE flatland_sync_operations
-                SET state = 'failed', status = ?, server_item = ?, raw_body = ?, error = ?
+                SET state = ?, status = ?, server_item = ?, raw_body = ?, error = ?,
+                    maybe_applied = maybe_applied OR ?
                 WHERE sequence = ?
                 """,
-            arguments: [status, bytes(serverItem), Data(rawBody), error, sequence])
+            arguments: [state.rawValue, status, bytes(serverItem), Data(rawBody), error, serverError ? 1 : 0, sequence])
     }
 
     // MARK: Tokens and tables

@@ -1,0 +1,194 @@
+import Flatland
+import FlatlandHTTP
+import FlatlandJSON
+import FlatlandSQLite
+import FlatlandServer
+import FlatlandServerTesting
+import FlatlandSync
+import Foundation
+import Synchronization
+import Testing
+
+/// The server's rows of `todoitem` by id, read without the library.
+func serverRows(_ port: Int) async throws -> [(String, SimRow)] {
+    try await Simulation.serverRows(port: port)
+}
+
+/// An operation's life through a push: local writes while it is being sent, lost answers, rows
+/// the server no longer has, queue rows a newer version wrote, and cancelling.
+@Suite("The operation lifecycle: a write while its row's operation is sent, lost answers, rows gone on the server")
+struct PushLifecycleTests {
+    // MARK: Finding 1: a local write while its row's operation is being sent
+
+    @Test func aLocalDeleteWhileTheRowsUpdateIsBeingSentStaysDeletedAndReachesTheServer() async throws {
+        try await withSyncServer { server, port in
+            let device = try Device(port: port)
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "d", "text": "one"])
+            #expect(await device.sync.push().succeeded)
+            try todos.update(["id": "d", "text": "two"])
+            server.tableFaults.inject(.delay(.milliseconds(500)), method: "PATCH")
+            let push = Task { await device.sync.push() }
+            try await server.testControls.waitForRequests("PATCH", "/tables/todoitem/d", count: 1)
+            try todos.delete("d")
+            #expect(try device.sync.operations().map(\.kind) == [.update, .delete])
+            let first = await push.value
+            #expect(first.outcomes.map(\.kind) == [.update])
+            // The update's answer brings the row's new version, not the row back.
+            #expect(todos.lookup("d") == nil)
+            #expect(try device.sync.operations().map(\.kind) == [.delete])
+            #expect(await device.sync.push().succeeded)
+            #expect(try await serverRows(port).isEmpty)
+            #expect(device.sync.table("todoitem").rows().isEmpty)
+            await device.close()
+        }
+    }
+
+    @Test(arguments: [PushOptions.Batching.never, .automatic])
+    func aLocalUpdateThroughAnotherContextWhileTheUpdateIsBeingSentIsQueuedBehindIt(
+        _ batching: PushOptions.Batching
+    ) async throws {
+        try await withSyncServer { server, port in
+            let device = try Device(port: port)
+            defer { device.remove() }
+            // A second context on the same session: an app's other screen, a background task.
+            let other = try SyncContext(session: device.session, options: device.sync.options)
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "u", "text": "one"])
+            try todos.insert(["id": "v", "text": "one"])
+            #expect(await device.sync.push().succeeded)
+            try todos.update(["id": "u", "text": "two"])
+            try todos.update(["id": "v", "text": "two"])
+            let path = batching == .never ? "/tables/todoitem/u" : "/tables/$batch"
+            let method = batching == .never ? "PATCH" : "POST"
+            server.tableFaults.inject(.delay(.milliseconds(500)), method: method, pathPrefix: path)
+            let push = Task { await device.sync.push(options: PushOptions(batching: batching)) }
+            try await server.testControls.waitForRequests(method, path, count: batching == .never ? 1 : 2)
+            try other.table("todoitem").update(["id": "u", "text": "three"])
+            #expect(try device.sync.operations().map(\.itemID) == ["u", "v", "u"])
+            _ = await push.value
+            // The answer gave the row its new version; its fields are the local write's.
+            #expect(todos.lookup("u")?.text("text") == "three")
+            #expect(try device.sync.operations().map(\.itemID) == ["u"])
+            #expect(await device.sync.push().succeeded)
+            let rows = Dictionary(try await serverRows(port), uniquingKeysWith: { a, _ in a })
+            #expect(rows["u"]?.text == "three")
+            #expect(rows["v"]?.text == "two")
+            await device.close()
+        }
+    }
+
+    // MARK: Finding 6: a re-sent write carries its body
+
+    @Test(arguments: ["PATCH", "POST"])
+    func aWriteWhoseAnswerWasLostOnAKeptAliveConnectionFailsAtOnceAndIsSentAgainWithItsBody(_ method: String)
+        async throws
+    {
+        try await withSyncServer { server, port in
+            // No fresh connection per request: the connection of the first push is kept alive.
+            // A long timeout: a request sent again without its body would wait for all of it.
+            let device = try Device(port: port, timeout: 30)
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "k0", "text": "seed"])
+            #expect(await device.sync.push().succeeded)
+            if method == "PATCH" {
+                try todos.update(["id": "k0", "text": "edited"])
+            } else {
+                try todos.insert(["id": "k1", "text": "new"])
+            }
+            server.tableFaults.inject(.loseResponse, method: method, pathPrefix: "/tables/todoitem")
+            let started = ContinuousClock.now
+            let first = await device.sync.push()
+            let waited = ContinuousClock.now - started
+            #expect(first.aborted)
+            // A lost answer, seen as one at once: not a request stalled until its timeout.
+            #expect(waited < .seconds(15), "the push waited \(waited): \(first.abortReason ?? "")")
+            #expect(first.abortReason?.contains("no answer") == true, "\(first.abortReason ?? "")")
+            let second = await device.sync.push()
+            #expect(second.succeeded, "\(second)")
+            let rows = Dictionary(try await serverRows(port), uniquingKeysWith: { a, _ in a })
+            #expect(rows["k0"]?.text == (method == "PATCH" ? "edited" : "seed"))
+            if method == "POST" { #expect(rows["k1"]?.text == "new") }
+            #expect(rows.count == (method == "POST" ? 2 : 1))
+            await device.close()
+        }
+    }
+
+    // MARK: Finding 7: 404/410 on an update or a delete
+
+    /// A row `g` on a server that deletes rows for good (an update of a row it no longer has
+    /// is a 404), deleted there by another device while `one` edits it.
+    func withRowGoneOnTheServer(_ body: (SampleServer, Int, Device) async throws -> Void) async throws {
+        let serving = TableServing(
+            tables: [TableDefinition(name: "todoitem", softDelete: false)], protocols: [.v1, .v2, .v3])
+        try await withSyncServer(serving) { server, port in
+            let one = try Device(port: port)
+            let two = try Device(port: port)
+            defer {
+                one.remove()
+                two.remove()
+            }
+            try one.sync.table("todoitem").insert(["id": "g", "text": "mine"])
+            #expect(await one.sync.push().succeeded)
+            _ = try await two.sync.table("todoitem").pull()
+            try two.sync.table("todoitem").delete("g")
+            #expect(await two.sync.push().succeeded)
+            await two.close()
+            try one.sync.table("todoitem").update(["id": "g", "text": "mine, edited"])
+            try await body(server, port, one)
+            await one.close()
+        }
+    }
+
+    @Test func anUpdateOfARowTheServerNoLongerHasGoesToTheHandlerAndServerWinsRemovesItLocally() async throws {
+        try await withRowGoneOnTheServer { _, port, one in
+            let seen = ConflictLog()
+            let pushed = await one.sync.push(onConflict: { conflict in
+                seen.add(conflict.status)
+                return .serverWins
+            })
+            #expect(seen.statuses.count == 1 && [404, 410].contains(seen.statuses.first ?? 0))
+            #expect(pushed.succeeded && pushed.outcomes.map(\.result) == [.resolved])
+            #expect(one.sync.table("todoitem").lookup("g") == nil)
+            #expect(try one.sync.operations().isEmpty)
+            #expect(try await serverRows(port).isEmpty)
+            // Nothing left to re-push: a pull is clean.
+            _ = try await one.sync.table("todoitem").pull(queryID: "all")
+        }
+    }
+
+    @Test func anUpdateOfARowTheServerNoLongerHasIsRecreatedWhenTheClientWins() async throws {
+        try await withRowGoneOnTheServer { _, port, one in
+            let pushed = await one.sync.push(onConflict: ConflictPolicy.clientWins)
+            #expect(pushed.succeeded && pushed.outcomes.map(\.result) == [.resolved])
+            #expect(try one.sync.operations().isEmpty)
+            let rows = try await serverRows(port)
+            #expect(rows.count == 1 && rows.first?.0 == "g" && rows.first?.1.text == "mine, edited")
+            #expect(one.sync.table("todoitem").lookup("g")?.text("text") == "mine, edited")
+        }
+    }
+
+    @Test func anUpdateOfARowTheServerNoLongerHasWithoutAHandlerIsAConflictThatCanBeCancelled() async throws {
+        try await withRowGoneOnTheServer { _, _, one in
+            let pushed = await one.sync.push()
+            #expect(pushed.outcomes.map(\.result) == [.conflict])
+            let stuck = try #require(try one.sync.failedOperations().first)
+            #expect([404, 410].contains(stuck.status ?? 0))
+            try one.sync.cancel(stuck.sequence)
+            #expect(try one.sync.operations().isEmpty)
+            // The local row stays as it is until a pull or a reconcile says otherwise.
+            #expect(one.sync.table("todoitem").lookup("g")?.text("text") == "mine, edited")
+            #expect(await one.sync.push().succeeded)
+        }
+    }
+
+}
+
+/// The statuses a conflict handler saw.
+final class ConflictLog: Sendable {
+    private let seen = Mutex<[Int]>([])
+    func add(_ status: Int) { seen.withLock { $0.append(status) } }
+    var statuses: [Int] { seen.withLock { $0 } }
+}

@@ -1,0 +1,170 @@
+import Flatland
+import FlatlandHTTP
+import FlatlandJSON
+import FlatlandSQLite
+import GRDB
+
+extension SyncContext {
+    /// Sends one write of a push, or takes its answer from a batch, and reads the answer as JSON
+    /// (``ResponseConsumption/json(limit:)``): nothing reaches the store until
+    /// ``commitAnswers(_:engine:)`` settles it.
+    func exchange(
+        _ engine: TableEngine, _ method: HTTPMethod, _ path: String, body: [UInt8]?, headers: HTTPHeaders,
+        prepared: BatchAnswer?
+    ) async throws(TableError<JSONObject>) -> WriteAnswer {
+        if let prepared {
+            guard (200..<300).contains(prepared.status) else {
+                throw engine.mapped(
+                    HTTPError(
+                        .status, "the server answered \(prepared.status)", method: method, endpoint: path,
+                        status: prepared.status, body: prepared.errorBody))
+            }
+            return WriteAnswer(status: prepared.status, row: prepared.row)
+        }
+        let result: HTTPResult
+        do {
+            result = try await session.send(method, path, body: body, headers: headers, consuming: .json())
+        } catch {
+            throw engine.mapped(error)
+        }
+        switch result.json {
+        case .object(let row)?:
+            return WriteAnswer(status: result.status, row: row)
+        case nil:
+            return WriteAnswer(status: result.status, row: nil)
+        case let other?:
+            // A write's answer that is not a row: applied on the server, not readable here.
+            throw engine.failure(
+                .invalidResponse, "the server answered \(result.status) to \(method) \(path) with \(other), not a row")
+        }
+    }
+
+    /// A later change queued behind an operation, as far as the settling of the operation's
+    /// answer depends on it: which operation, what it does, how many changes it stands for.
+    private struct Behind: Hashable {
+        var sequence: Int64
+        var kind: SyncOperation.Kind
+        var changes: Int
+    }
+
+    /// What settling one answer writes, planned from the queue and the store as they are.
+    private struct Settlement {
+        var operation: SyncOperation
+        var behind: [Behind]
+        /// The server id a local id became (an insert of a row made offline).
+        var serverID: String?
+        var version: String?
+    }
+
+    /// Settles answered operations of one table in one commit: for each, the row the server
+    /// answered with (all of it when nothing is queued behind the operation; only its system
+    /// properties when a later change to the row is, and nothing when that change deletes the
+    /// row), the operation's removal, and the operations behind it based on the new version. A
+    /// row made offline under a local id moves to its server id, with the operations behind it.
+    ///
+    /// Planned from a snapshot of the queue and checked again inside the commit: a local write
+    /// that came in between makes it plan again.
+    ///
+    /// - Throws: ``SyncError``: the answer holds no row where one is needed, or the store
+    ///   cannot be written; nothing is then changed.
+    func commitAnswers(
+        _ answered: [(operation: SyncOperation, answer: WriteAnswer)], engine: TableEngine
+    ) async throws(SyncError) {
+        guard !answered.isEmpty else { return }
+        let versionName = engine.wireName(.version)
+        let systemNames = engine.version.systemPropertyNames
+        for _ in 0..<8 {
+            let sequences = answered.map(\.operation)
+            let behind: [[Behind]] = try await queueRead { db in
+                try sequences.map { operation in
+                    try SyncQueue.operations(db, table: operation.table, itemID: operation.itemID)
+                        .filter { $0.sequence > operation.sequence }
+                        .map { Behind(sequence: $0.sequence, kind: $0.kind, changes: $0.changes) }
+                }
+            }
+            var change = StoreChange()
+            var plans: [Settlement] = []
+            var renamed: [(local: String, server: String)] = []
+            for ((operation, answer), later) in zip(answered, behind) {
+                let localStoreID = engine.storeID(operation.itemID)
+                var serverID: String?
+                if operation.kind == .insert, LocalID.isLocal(operation.itemID) {
+                    guard let id = TableEngine.idText(answer.row?["id"]) else {
+                        throw SyncError(
+                            .http, "the server's answer to the insert of \(operation.itemID) holds no row with an id",
+                            table: operation.table)
+                    }
+                    serverID = id
+                    renamed.append((operation.itemID, id))
+                }
+                let targetStoreID = engine.storeID(serverID ?? operation.itemID)
+                var version: String?
+                if let name = versionName, case .string(let v)? = answer.row?[name] { version = v }
+                if operation.kind != .delete, let row = answer.row {
+                    var fields = row
+                    fields["id"] = nil
+                    let deletedBehind = later.contains { $0.kind == .delete }
+                    if later.isEmpty {
+                        change.upsert(id: targetStoreID, fields: fields)
+                    } else if !deletedBehind, let local = engine.row(localStoreID) {
+                        // Only the system properties: the local row holds a later change.
+                        var kept = serverID == nil ? JSONObject() : OfflineTable.data(local)
+                        for (key, value) in fields.members where systemNames.contains(key) { kept[key] = value }
+                        change.upsert(id: targetStoreID, fields: kept)
+                    }
+                    if serverID != nil, targetStoreID != localStoreID { change.remove(localStoreID) }
+                } else if serverID != nil {
+                    change.remove(localStoreID)
+                }
+                plans.append(Settlement(operation: operation, behind: later, serverID: serverID, version: version))
+            }
+            let planned = plans
+            do {
+                try await commitQueued(change) { db in
+                    for plan in planned {
+                        let operation = plan.operation
+                        let now = try SyncQueue.operations(db, table: operation.table, itemID: operation.itemID)
+                            .filter { $0.sequence > operation.sequence }
+                            .map { Behind(sequence: $0.sequence, kind: $0.kind, changes: $0.changes) }
+                        guard now == plan.behind else {
+                            throw SyncError(.laterChange, "a later change to row \(operation.itemID) came in")
+                        }
+                        guard try SyncQueue.exists(db, sequence: operation.sequence) else {
+                            throw SyncError(.notFound, "operation \(operation.sequence) left the queue meanwhile")
+                        }
+                        try SyncQueue.remove(db, sequence: operation.sequence)
+                        if operation.kind != .delete {
+                            for next in plan.behind {
+                                try SyncQueue.setVersion(db, sequence: next.sequence, plan.version)
+                            }
+                        }
+                        if let serverID = plan.serverID {
+                            try db.execute(
+                                sql: "INSERT OR REPLACE INTO flatland_sync_local_ids VALUES (?, ?, ?)",
+                                arguments: [operation.table, operation.itemID, serverID])
+                            try db.execute(
+                                sql:
+                                    "UPDATE flatland_sync_operations SET item_id = ? WHERE table_name = ? AND item_id = ?",
+                                arguments: [serverID, operation.table, operation.itemID])
+                        }
+                    }
+                }
+            } catch  where error.code == .laterChange {
+                continue
+            }
+            // The references in other rows follow (a crash before leaves them resolvable through
+            // the remembered id).
+            let store = session.store
+            for (local, server) in renamed {
+                await runBlocking { LocalID.rewriteReferences(from: local, to: server, in: store) }
+            }
+            return
+        }
+        throw SyncError(.store, "the row kept changing locally while its answer was settled")
+    }
+
+    /// Drops an operation with `change` to the store, in one commit.
+    func commitSettling(_ change: StoreChange, dropping sequence: Int64) async throws(SyncError) {
+        try await commitQueued(change) { db in try SyncQueue.remove(db, sequence: sequence) }
+    }
+}
