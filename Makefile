@@ -67,8 +67,7 @@ build: deps
 	$(SWIFT) build -Xswiftc -warnings-as-errors
 	$(SWIFT) build --package-path Server -Xswiftc -warnings-as-errors
 
-LINT_PATHS = Package.swift Sources Tests Fuzz AsyncHTTPClient/Package.swift AsyncHTTPClient/Sources \
-	Server/Package.swift Server/Sources Server/Tests \
+LINT_PATHS = Package.swift Sources Tests Fuzz Server/Package.swift Server/Sources Server/Tests \
 	Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Tests Examples/SeedSDK/Package.swift \
 	Examples/SeedSDK/Sources Examples/SeedSDK/Tests
 lint:

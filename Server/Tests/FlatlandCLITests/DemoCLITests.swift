@@ -5,12 +5,10 @@ import Testing
 /// the server.
 @Suite("flatland demo: two devices, one conflict, both equal to the server")
 struct DemoCLITests {
-    @Test(arguments: transports)
-    func theTwoDevicePartSettlesOneConflictAndEndsEqualOnAStoredTable(_ transport: String) throws {
+    @Test func theTwoDevicePartSettlesOneConflictAndEndsEqualOnAStoredTable() throws {
         let workspace = try Workspace()
         let tables = workspace.url.appendingPathComponent("tables.sqlite").path
-        let run = try CLI.run(
-            ["demo", "--users", "4", "--rounds", "0", "--tables-db", tables] + transportOption(transport))
+        let run = try CLI.run(["demo", "--users", "4", "--rounds", "0", "--tables-db", tables])
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         let lines = run.stdout.split(separator: "\n").map(String.init)
         // The seed flow is still there, before the devices.

@@ -14,10 +14,10 @@ import Testing
 struct TableCLITests {
     static let protocols = ["v1", "v2", "v3"]
 
-    @Test("insert, get, then list with a raw filter whose quote is doubled", arguments: protocols, transports)
-    func insertGetList(_ version: String, transport: String) throws {
+    @Test("insert, get, then list with a raw filter whose quote is doubled", arguments: protocols)
+    func insertGetList(_ version: String) throws {
         let server = try TableServer()
-        let client = TableClient(server: server, version: version, transport: transport)
+        let client = TableClient(server: server, version: version)
         let inserted = try client.one(client.run(["insert", #"{"id":"r1","text":"O'Hara","complete":false}"#]))
         #expect(inserted["id"] == "r1")
         #expect(inserted["text"] == "O'Hara")
@@ -40,10 +40,10 @@ struct TableCLITests {
         #expect(try client.one(client.run(["get", id])) == generated)
     }
 
-    @Test("list reads every page, each row once and in order", arguments: protocols, transports)
-    func paging(_ version: String, transport: String) throws {
+    @Test("list reads every page, each row once and in order", arguments: protocols)
+    func paging(_ version: String) throws {
         let server = try TableServer()
-        let client = TableClient(server: server, version: version, transport: transport)
+        let client = TableClient(server: server, version: version)
         let count = 57
         for n in 0..<count {
             let run = try client.run(["insert", #"{"id":"p\#(n)","n":\#(n)}"#])
@@ -201,12 +201,12 @@ struct TableCLITests {
         }
     }
 
-    @Test("a server error (5xx) exits 1 with error: on stderr", arguments: transports)
-    func serverError(_ transport: String) throws {
+    @Test("a server error (5xx) exits 1 with error: on stderr")
+    func serverError() throws {
         let server = try TinyServer(status: "500 Internal Server Error", body: #"{"error":"boom"}"#)
         defer { server.stop() }
         for verb in [["list"], ["get", "a"], ["insert", "{}"], ["delete", "a"]] {
-            let run = try CLI.run(["table", "--url", server.url] + transportOption(transport) + ["todoitem"] + verb)
+            let run = try CLI.run(["table", "--url", server.url, "todoitem"] + verb)
             #expect(run.status == 1, "\(verb)")
             #expect(run.stderr.hasPrefix("error: "), "\(verb)")
             #expect(run.stdout.isEmpty, "\(verb)")
@@ -312,18 +312,9 @@ struct TableClient {
     let version: String
     /// v1's `--system-properties` (every one by default).
     var systemProperties: String? = "*"
-    /// `--transport`, or nil for the default.
-    var transport: String?
-
-    init(server: TableServer, version: String, systemProperties: String? = "*", transport: String? = nil) {
-        self.server = server
-        self.version = version
-        self.systemProperties = systemProperties
-        self.transport = transport
-    }
 
     func run(_ verb: [String], table: String = "todoitem") throws -> CLIRun {
-        var options = ["--url", server.url, "--protocol", version] + transportOption(transport)
+        var options = ["--url", server.url, "--protocol", version]
         if version == "v1", let systemProperties { options += ["--system-properties", systemProperties] }
         return try CLI.run(["table"] + options + [table] + verb)
     }
