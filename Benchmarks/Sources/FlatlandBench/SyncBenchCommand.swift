@@ -123,8 +123,11 @@ struct SyncBenchCommand: AsyncParsableCommand {
             configuration: .init(
                 population: .init(users: 1, sessions: 1),
                 tables: TableServing(
+                    // Pages of up to 1000 rows, so that the pull at pages of 1000 gets them (the
+                    // server's own default page is the protocol's, 50 or 100, and a larger $top
+                    // would get that and a next link); the pull at pages of 50 asks for 50.
                     tables: tables.map { TableDefinition(name: $0) }, storage: storage, protocols: [.v2, .v3],
-                    pageSize: 50, maxTop: 1000)))
+                    pageSize: 1000, maxTop: 1000)))
         let port = try await server.start()
         do {
             let url = URL(string: "http://127.0.0.1:\(port)")!
