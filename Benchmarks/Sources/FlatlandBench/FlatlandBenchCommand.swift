@@ -12,7 +12,7 @@ struct FlatlandBenchCommand: AsyncParsableCommand {
         abstract: "Measure Flatland: parse and ingest, SQLite, HTTP, the table server, sync, load.",
         subcommands: [
             BenchCommand.self, SQLiteBenchCommand.self, BenchHTTPCommand.self, TableBenchCommand.self,
-            SyncBenchCommand.self, BenchLoadCommand.self,
+            SyncBenchCommand.self, BenchLoadCommand.self, FilterBenchCommand.self,
         ]
     )
 
