@@ -48,6 +48,12 @@ struct CrashTests {
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(process.terminationStatus == SIGKILL)
+        // What the child printed between the line `until` took and the kill landing (on a loaded
+        // machine it can be several more commits): the last batch reported is the last it printed.
+        buffer.append(reader.readDataToEndOfFile())
+        for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") {
+            if line.hasPrefix("committed "), let k = Int(line.dropFirst(10)) { reported = max(reported, k) }
+        }
         return reported
     }
 
