@@ -321,7 +321,9 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
 
     /// Checks the whole file: SQLite's `PRAGMA integrity_check` (every page, every index
     /// against its table; `quick_check` when `quick`, which skips the index comparison and is
-    /// several times faster), then Flatland's own counts against its records.
+    /// several times faster), then Flatland's own counts against its records, and every
+    /// record's fields against the record encoding (one object, every length in bounds, text
+    /// well-formed UTF-8, numbers numbers).
     ///
     /// A file so damaged that the check cannot run reports that as its problem. The store keeps
     /// working while the check runs (it reads on its own connection).
@@ -352,6 +354,15 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         }
         let actual = try RawStatement.all(db, "SELECT type, count(*) FROM entities GROUP BY type") {
             ($0.text(0), $0.int(1))
+        }
+        // Every record's fields must be whole in the record encoding (`StoredFields`).
+        let records = try RawStatement(db, sql: "SELECT id, fields FROM entities")
+        defer { records.reset() }
+        records.bind([])
+        while try records.next(), problems.count < 1000 {
+            if let problem = StoredFields.problem(in: records.bytes(1)) {
+                problems.append("record \(records.text(0)): its stored fields are damaged (\(problem))")
+            }
         }
         let kept = Dictionary(counted, uniquingKeysWith: { _, last in last })
         let real = Dictionary(actual, uniquingKeysWith: { _, last in last })
@@ -420,6 +431,11 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         if due { pool.asyncWriteWithoutTransaction { db in _ = try? db.checkpoint(.passive) } }
     }
 
+    /// Called with the number of records rewritten so far while an open migrates a file's
+    /// records to the current format (from inside the migration's transaction): for the crash
+    /// tests, which kill a process in the middle of it. Nil (nothing called) by default.
+    @_spi(FlatlandInternal) nonisolated(unsafe) public static var migrationObserver: (@Sendable (Int) -> Void)?
+
     /// Batches of at least this many records get the big batch's cache for their transaction.
     static let bigBatchRecords = 2_000
 
@@ -440,33 +456,29 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             let insert = try RawStatement(
                 db,
                 sql: """
-                    INSERT OR IGNORE INTO entities (id, type, class_version, data_version, present, fields)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT OR IGNORE INTO entities (id, type, class_version, data_version, fields)
+                    VALUES (?, ?, ?, ?, ?)
                     """)
             let update = try RawStatement(
-                db, sql: "UPDATE entities SET class_version = ?, data_version = ?, present = ?, fields = ? WHERE id = ?"
-            )
+                db, sql: "UPDATE entities SET class_version = ?, data_version = ?, fields = ? WHERE id = ?")
             let index = try RawStatement(
                 db, sql: "INSERT OR REPLACE INTO entity_index (id, name, value) VALUES (?, ?, ?)")
             let encoded = Self.encode(batch.records)
-            for (record, row) in zip(batch.records, encoded) {
-                let (fields, present) = row
+            for (record, fields) in zip(batch.records, encoded) {
                 bytes += fields.count + 64
                 insert.reset()
                 insert.bind(1, record.id)
                 insert.bind(2, record.prefix)
                 insert.bind(3, record.classVersion)
                 insert.bind(4, record.dataVersion)
-                insert.bind(5, present)
-                insert.bind(6, blob: fields)
+                insert.bind(5, blob: fields)
                 try insert.run()
                 if insert.changes == 0 {
                     update.reset()
                     update.bind(1, record.classVersion)
                     update.bind(2, record.dataVersion)
-                    update.bind(3, present)
-                    update.bind(4, blob: fields)
-                    update.bind(5, record.id)
+                    update.bind(3, blob: fields)
+                    update.bind(4, record.id)
                     try update.run()
                 } else {
                     counts[record.prefix, default: 0] += 1
@@ -532,15 +544,14 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         if let seq = row { try RawStatement.execute(db, "DELETE FROM collection_items WHERE seq = ?", [seq]) }
     }
 
-    /// The fields and present keys of each record as stored. A big batch is encoded on every
-    /// core: records are immutable, and encoding is most of the work of writing them.
-    static func encode(_ records: [EntityRecord]) -> [(fields: [UInt8], present: String)] {
-        @Sendable func row(_ record: EntityRecord) -> (fields: [UInt8], present: String) {
-            (record.fieldsJSON, presentText(record.presentFields))
-        }
+    /// The fields of each record as stored (`StoredFields`: the present fields, no JSON text).
+    /// A big batch is encoded on every core: records are immutable, and encoding is much of the
+    /// work of writing them.
+    static func encode(_ records: [EntityRecord]) -> [[UInt8]] {
+        @Sendable func row(_ record: EntityRecord) -> [UInt8] { StoredFields.encode(record) }
         let workers = min(cores, records.count / 256)
         guard workers > 1 else { return records.map(row) }
-        let rows = UnsafeMutableBufferPointer<(fields: [UInt8], present: String)>.allocate(capacity: records.count)
+        let rows = UnsafeMutableBufferPointer<[UInt8]>.allocate(capacity: records.count)
         defer { rows.deallocate() }
         let output = SendablePointer(base: rows.baseAddress!)
         let per = (records.count + workers - 1) / workers
@@ -556,15 +567,6 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
     /// The cores `encode` may use, read once: `activeProcessorCount` reads a file each time, which
     /// cost a small commit more than encoding a record.
     private static let cores = ProcessInfo.processInfo.activeProcessorCount
-
-    /// The present fields as a JSON array of keys.
-    static func presentText(_ keys: [String]) -> String {
-        var writer = JSONWriter()
-        writer.beginArray()
-        for key in keys { writer.string(key) }
-        writer.endArray()
-        return String(decoding: writer.bytes, as: UTF8.self)
-    }
 
     // MARK: LazyStorePersistence
 

@@ -84,7 +84,9 @@ public struct StoredRecord: Sendable, Hashable {
     public var classVersion: Int
     /// The data version, if any.
     public var dataVersion: Double?
-    /// The present fields as one JSON object (``EntityRecord/fieldsJSON``).
+    /// The present fields: one JSON object's text (``EntityRecord/fieldsJSON``), or the
+    /// compact encoding FlatlandSQLite stores (it begins with byte `0xF1`, which JSON text never
+    /// does).
     public var fields: [UInt8]
 
     /// A stored record.
