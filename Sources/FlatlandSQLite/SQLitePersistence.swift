@@ -463,8 +463,9 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
                 db, sql: "UPDATE entities SET class_version = ?, data_version = ?, fields = ? WHERE id = ?")
             let index = try RawStatement(
                 db, sql: "INSERT OR REPLACE INTO entity_index (id, name, value) VALUES (?, ?, ?)")
-            let encoded = Self.encode(batch.records)
-            for (record, fields) in zip(batch.records, encoded) {
+            let encoded = EncodedFields(batch.records)
+            for (i, record) in batch.records.enumerated() {
+                let fields = encoded[i]
                 bytes += fields.count + 64
                 insert.reset()
                 insert.bind(1, record.id)
@@ -544,29 +545,9 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         if let seq = row { try RawStatement.execute(db, "DELETE FROM collection_items WHERE seq = ?", [seq]) }
     }
 
-    /// The fields of each record as stored (`StoredFields`: the present fields, no JSON text).
-    /// A big batch is encoded on every core: records are immutable, and encoding is much of the
-    /// work of writing them.
-    static func encode(_ records: [EntityRecord]) -> [[UInt8]] {
-        @Sendable func row(_ record: EntityRecord) -> [UInt8] { StoredFields.encode(record) }
-        let workers = min(cores, records.count / 256)
-        guard workers > 1 else { return records.map(row) }
-        let rows = UnsafeMutableBufferPointer<[UInt8]>.allocate(capacity: records.count)
-        defer { rows.deallocate() }
-        let output = SendablePointer(base: rows.baseAddress!)
-        let per = (records.count + workers - 1) / workers
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            let range = worker * per..<min(records.count, (worker + 1) * per)
-            for i in range { (output.base + i).initialize(to: row(records[i])) }
-        }
-        let result = Array(rows)
-        _ = rows.deinitialize()
-        return result
-    }
-
-    /// The cores `encode` may use, read once: `activeProcessorCount` reads a file each time, which
-    /// cost a small commit more than encoding a record.
-    private static let cores = ProcessInfo.processInfo.activeProcessorCount
+    /// The cores a big batch's encoding may use, read once: `activeProcessorCount` reads a
+    /// file each time, which cost a small commit more than encoding a record.
+    static let cores = ProcessInfo.processInfo.activeProcessorCount
 
     // MARK: LazyStorePersistence
 
@@ -643,9 +624,72 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
     }
 }
 
-/// A pointer that worker threads write disjoint elements through.
-private struct SendablePointer<Element>: @unchecked Sendable {
-    let base: UnsafeMutablePointer<Element>
+/// The fields of a batch's records as stored (`StoredFields`: the present fields, no JSON
+/// text), read by the writer in order.
+///
+/// A big batch is encoded by background workers, a chunk of records at a time, while the writer
+/// inserts the chunks already encoded: encoding overlaps the inserts instead of preceding them
+/// (records are immutable, so the workers read them freely). A small batch is encoded inline.
+///
+/// Invariants: each element of `rows` is initialized by exactly one worker (chunk `k` by worker
+/// `k % workers`) before `ready[k]` is signalled, and read only after the reader waited for
+/// `ready[k]`; the storage is deinitialized only once every worker is done (`group`), whatever
+/// the writer did meanwhile (a failed insert leaves the loop early).
+private final class EncodedFields: @unchecked Sendable {
+    /// Records per chunk.
+    static let chunk = 128
+    /// Batches smaller than this are encoded inline.
+    static let threshold = 512
+
+    private let records: [EntityRecord]
+    private let rows: UnsafeMutableBufferPointer<[UInt8]>
+    private let ready: [DispatchSemaphore]
+    private let group = DispatchGroup()
+    /// The chunks the reader has waited for.
+    private var waited = 0
+
+    init(_ records: [EntityRecord]) {
+        self.records = records
+        rows = .allocate(capacity: records.count)
+        guard records.count >= Self.threshold else {
+            ready = []
+            for i in records.indices { (rows.baseAddress! + i).initialize(to: StoredFields.encode(records[i])) }
+            waited = Int.max
+            return
+        }
+        let chunks = (records.count + Self.chunk - 1) / Self.chunk
+        ready = (0..<chunks).map { _ in DispatchSemaphore(value: 0) }
+        let workers = max(1, min(SQLitePersistence.cores, chunks))
+        for worker in 0..<workers {
+            DispatchQueue.global(qos: .userInitiated).async(group: group) { [self] in
+                var k = worker
+                while k < chunks {
+                    for i in k * Self.chunk..<min(records.count, (k + 1) * Self.chunk) {
+                        (rows.baseAddress! + i).initialize(to: StoredFields.encode(records[i]))
+                    }
+                    ready[k].signal()
+                    k += workers
+                }
+            }
+        }
+    }
+
+    /// The fields of record `i`, once encoded (`i` in order, from 0).
+    subscript(i: Int) -> [UInt8] {
+        if waited != Int.max {
+            while waited <= i / Self.chunk {
+                ready[waited].wait()
+                waited += 1
+            }
+        }
+        return rows[i]
+    }
+
+    deinit {
+        group.wait()
+        _ = rows.deinitialize()
+        rows.deallocate()
+    }
 }
 
 /// The store files this process has open: each is opened once.

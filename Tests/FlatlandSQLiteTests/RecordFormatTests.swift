@@ -49,14 +49,16 @@ struct RecordFormatTests {
         }
     }
 
-    @Test func everyFieldTypeRoundTripsLoadedAndAfterReopen() throws {
+    /// 12 records are encoded inline; 1,500, a big batch, by workers while the writer inserts.
+    @Test(arguments: [12, 1_500])
+    func everyFieldTypeRoundTripsLoadedAndAfterReopen(count: Int) throws {
         let path = Scratch.path()
         defer { Scratch.remove(path) }
-        let response = sampleResponse(count: 12)
+        let response = sampleResponse(count: count)
         let memory = Store(registry: try sampleRegistry())
         try memory.ingest(response, endpoint: "/samples")
         let expected = Self.samples(memory)
-        #expect(expected.count == 13)
+        #expect(expected.count == count + 1)
         #expect(expected["sm-nul\u{0}id"]?.text == "its id has a NUL")
         #expect(expected["sm-3"]?.text == "t\u{0}\"q\" \\ \n\t é 漢 🙂 3")
 
@@ -82,7 +84,7 @@ struct RecordFormatTests {
 
         // Stored without JSON text: every row in the encoding, its text unescaped.
         let raw = try Self.rawFields(path)
-        #expect(raw.count == 14)
+        #expect(raw.count == count + 2)
         #expect(raw.values.allSatisfy { $0.first == 0xF1 })
         let text = Array("t\u{0}\"q\" \\ \n\t é 漢 🙂 3".utf8)
         #expect(
