@@ -172,3 +172,28 @@ extension EntityRegistry {
         }
     }
 }
+
+extension EntityBox {
+    /// One present field as JSON, written alone (typed boxes through the field's encoder, in
+    /// the token encoding, read back as a value; untyped boxes from their members).
+    final func fieldValue(_ key: String) -> JSONValue? {
+        if let untyped = self as? UntypedBox { return untyped.field(key) }
+        guard let type else { return nil }
+        var utf8 = key
+        let index = utf8.withUTF8 { type.fieldIndex(JSONBytes(unsafeBuffer: UnsafeRawBufferPointer($0)), hint: 0) }
+        guard let index, present.contains(index) else { return nil }
+        var writer = JSONWriter(tokensWithCapacity: 32, header: StoredFields.marker)
+        writer.beginObject()
+        writeField(index, to: &writer)
+        writer.endObject()
+        var tokens: [TapeToken] = []
+        return writer.bytes.withUnsafeBytes { bytes -> JSONValue? in
+            guard StoredFields.scan(bytes, into: &tokens) == nil, tokens.count > 3 else { return nil }
+            return tokens.withUnsafeBufferPointer { tokens in
+                var reader = FieldReader(
+                    tokens: UnsafeBufferPointer(rebasing: tokens[2..<tokens.count - 1]), storage: bytes)
+                return try? reader.readJSONValue()
+            }
+        }
+    }
+}
