@@ -467,7 +467,7 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             for (i, record) in batch.records.enumerated() {
                 let fields = encoded[i]
                 bytes += fields.count + 64
-                insert.reset()
+                insert.resetForRebinding()
                 insert.bind(1, record.id)
                 insert.bind(2, record.prefix)
                 insert.bind(3, record.classVersion)
@@ -475,7 +475,7 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
                 insert.bind(5, blob: fields)
                 try insert.run()
                 if insert.changes == 0 {
-                    update.reset()
+                    update.resetForRebinding()
                     update.bind(1, record.classVersion)
                     update.bind(2, record.dataVersion)
                     update.bind(3, blob: fields)
@@ -485,7 +485,7 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
                     counts[record.prefix, default: 0] += 1
                 }
                 for entry in record.indexEntries {
-                    index.reset()
+                    index.resetForRebinding()
                     index.bind(1, record.id)
                     index.bind(2, entry.index)
                     index.bind(3, entry.value)
