@@ -29,6 +29,10 @@ struct RawStatement {
         sqlite3_clear_bindings(statement)
     }
 
+    /// Resets the statement for a run that binds every parameter again (the per-record
+    /// statements): the old values are overwritten, so they need no clearing.
+    func resetForRebinding() { sqlite3_reset(statement) }
+
     func bind(_ index: Int32, _ text: String) {
         var text = text
         text.withUTF8 { utf8 in

@@ -321,7 +321,9 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
 
     /// Checks the whole file: SQLite's `PRAGMA integrity_check` (every page, every index
     /// against its table; `quick_check` when `quick`, which skips the index comparison and is
-    /// several times faster), then Flatland's own counts against its records.
+    /// several times faster), then Flatland's own counts against its records, and every
+    /// record's fields against the record encoding (one object, every length in bounds, text
+    /// well-formed UTF-8, numbers numbers).
     ///
     /// A file so damaged that the check cannot run reports that as its problem. The store keeps
     /// working while the check runs (it reads on its own connection).
@@ -352,6 +354,15 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         }
         let actual = try RawStatement.all(db, "SELECT type, count(*) FROM entities GROUP BY type") {
             ($0.text(0), $0.int(1))
+        }
+        // Every record's fields must be whole in the record encoding (`StoredFields`).
+        let records = try RawStatement(db, sql: "SELECT id, fields FROM entities")
+        defer { records.reset() }
+        records.bind([])
+        while try records.next(), problems.count < 1000 {
+            if let problem = StoredFields.problem(in: records.bytes(1)) {
+                problems.append("record \(records.text(0)): its stored fields are damaged (\(problem))")
+            }
         }
         let kept = Dictionary(counted, uniquingKeysWith: { _, last in last })
         let real = Dictionary(actual, uniquingKeysWith: { _, last in last })
@@ -420,6 +431,11 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         if due { pool.asyncWriteWithoutTransaction { db in _ = try? db.checkpoint(.passive) } }
     }
 
+    /// Called with the number of records rewritten so far while an open migrates a file's
+    /// records to the current format (from inside the migration's transaction): for the crash
+    /// tests, which kill a process in the middle of it. Nil (nothing called) by default.
+    @_spi(FlatlandInternal) nonisolated(unsafe) public static var migrationObserver: (@Sendable (Int) -> Void)?
+
     /// Batches of at least this many records get the big batch's cache for their transaction.
     static let bigBatchRecords = 2_000
 
@@ -440,39 +456,36 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             let insert = try RawStatement(
                 db,
                 sql: """
-                    INSERT OR IGNORE INTO entities (id, type, class_version, data_version, present, fields)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT OR IGNORE INTO entities (id, type, class_version, data_version, fields)
+                    VALUES (?, ?, ?, ?, ?)
                     """)
             let update = try RawStatement(
-                db, sql: "UPDATE entities SET class_version = ?, data_version = ?, present = ?, fields = ? WHERE id = ?"
-            )
+                db, sql: "UPDATE entities SET class_version = ?, data_version = ?, fields = ? WHERE id = ?")
             let index = try RawStatement(
                 db, sql: "INSERT OR REPLACE INTO entity_index (id, name, value) VALUES (?, ?, ?)")
-            let encoded = Self.encode(batch.records)
-            for (record, row) in zip(batch.records, encoded) {
-                let (fields, present) = row
+            let encoded = EncodedFields(batch.records)
+            for (i, record) in batch.records.enumerated() {
+                let fields = encoded[i]
                 bytes += fields.count + 64
-                insert.reset()
+                insert.resetForRebinding()
                 insert.bind(1, record.id)
                 insert.bind(2, record.prefix)
                 insert.bind(3, record.classVersion)
                 insert.bind(4, record.dataVersion)
-                insert.bind(5, present)
-                insert.bind(6, blob: fields)
+                insert.bind(5, blob: fields)
                 try insert.run()
                 if insert.changes == 0 {
-                    update.reset()
+                    update.resetForRebinding()
                     update.bind(1, record.classVersion)
                     update.bind(2, record.dataVersion)
-                    update.bind(3, present)
-                    update.bind(4, blob: fields)
-                    update.bind(5, record.id)
+                    update.bind(3, blob: fields)
+                    update.bind(4, record.id)
                     try update.run()
                 } else {
                     counts[record.prefix, default: 0] += 1
                 }
                 for entry in record.indexEntries {
-                    index.reset()
+                    index.resetForRebinding()
                     index.bind(1, record.id)
                     index.bind(2, entry.index)
                     index.bind(3, entry.value)
@@ -532,39 +545,9 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         if let seq = row { try RawStatement.execute(db, "DELETE FROM collection_items WHERE seq = ?", [seq]) }
     }
 
-    /// The fields and present keys of each record as stored. A big batch is encoded on every
-    /// core: records are immutable, and encoding is most of the work of writing them.
-    static func encode(_ records: [EntityRecord]) -> [(fields: [UInt8], present: String)] {
-        @Sendable func row(_ record: EntityRecord) -> (fields: [UInt8], present: String) {
-            (record.fieldsJSON, presentText(record.presentFields))
-        }
-        let workers = min(cores, records.count / 256)
-        guard workers > 1 else { return records.map(row) }
-        let rows = UnsafeMutableBufferPointer<(fields: [UInt8], present: String)>.allocate(capacity: records.count)
-        defer { rows.deallocate() }
-        let output = SendablePointer(base: rows.baseAddress!)
-        let per = (records.count + workers - 1) / workers
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            let range = worker * per..<min(records.count, (worker + 1) * per)
-            for i in range { (output.base + i).initialize(to: row(records[i])) }
-        }
-        let result = Array(rows)
-        _ = rows.deinitialize()
-        return result
-    }
-
-    /// The cores `encode` may use, read once: `activeProcessorCount` reads a file each time, which
-    /// cost a small commit more than encoding a record.
-    private static let cores = ProcessInfo.processInfo.activeProcessorCount
-
-    /// The present fields as a JSON array of keys.
-    static func presentText(_ keys: [String]) -> String {
-        var writer = JSONWriter()
-        writer.beginArray()
-        for key in keys { writer.string(key) }
-        writer.endArray()
-        return String(decoding: writer.bytes, as: UTF8.self)
-    }
+    /// The cores a big batch's encoding may use, read once: `activeProcessorCount` reads a
+    /// file each time, which cost a small commit more than encoding a record.
+    static let cores = ProcessInfo.processInfo.activeProcessorCount
 
     // MARK: LazyStorePersistence
 
@@ -641,9 +624,72 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
     }
 }
 
-/// A pointer that worker threads write disjoint elements through.
-private struct SendablePointer<Element>: @unchecked Sendable {
-    let base: UnsafeMutablePointer<Element>
+/// The fields of a batch's records as stored (`StoredFields`: the present fields, no JSON
+/// text), read by the writer in order.
+///
+/// A big batch is encoded by background workers, a chunk of records at a time, while the writer
+/// inserts the chunks already encoded: encoding overlaps the inserts instead of preceding them
+/// (records are immutable, so the workers read them freely). A small batch is encoded inline.
+///
+/// Invariants: each element of `rows` is initialized by exactly one worker (chunk `k` by worker
+/// `k % workers`) before `ready[k]` is signalled, and read only after the reader waited for
+/// `ready[k]`; the storage is deinitialized only once every worker is done (`group`), whatever
+/// the writer did meanwhile (a failed insert leaves the loop early).
+private final class EncodedFields: @unchecked Sendable {
+    /// Records per chunk.
+    static let chunk = 128
+    /// Batches smaller than this are encoded inline.
+    static let threshold = 512
+
+    private let records: [EntityRecord]
+    private let rows: UnsafeMutableBufferPointer<[UInt8]>
+    private let ready: [DispatchSemaphore]
+    private let group = DispatchGroup()
+    /// The chunks the reader has waited for.
+    private var waited = 0
+
+    init(_ records: [EntityRecord]) {
+        self.records = records
+        rows = .allocate(capacity: records.count)
+        guard records.count >= Self.threshold else {
+            ready = []
+            for i in records.indices { (rows.baseAddress! + i).initialize(to: StoredFields.encode(records[i])) }
+            waited = Int.max
+            return
+        }
+        let chunks = (records.count + Self.chunk - 1) / Self.chunk
+        ready = (0..<chunks).map { _ in DispatchSemaphore(value: 0) }
+        let workers = max(1, min(SQLitePersistence.cores, chunks))
+        for worker in 0..<workers {
+            DispatchQueue.global(qos: .userInitiated).async(group: group) { [self] in
+                var k = worker
+                while k < chunks {
+                    for i in k * Self.chunk..<min(records.count, (k + 1) * Self.chunk) {
+                        (rows.baseAddress! + i).initialize(to: StoredFields.encode(records[i]))
+                    }
+                    ready[k].signal()
+                    k += workers
+                }
+            }
+        }
+    }
+
+    /// The fields of record `i`, once encoded (`i` in order, from 0).
+    subscript(i: Int) -> [UInt8] {
+        if waited != Int.max {
+            while waited <= i / Self.chunk {
+                ready[waited].wait()
+                waited += 1
+            }
+        }
+        return rows[i]
+    }
+
+    deinit {
+        group.wait()
+        _ = rows.deinitialize()
+        rows.deallocate()
+    }
 }
 
 /// The store files this process has open: each is opened once.

@@ -1,3 +1,4 @@
+import Flatland
 import Foundation
 import GRDB
 
@@ -9,9 +10,11 @@ enum SQLiteSchema {
     static let applicationID: Int32 = 0x464C_4154
 
     /// One step of the schema.
-    struct Migration {
+    struct Migration: Sendable {
         let name: String
         let sql: String
+        /// Work on the rows, run before `sql` (in the same transaction).
+        var rows: (@Sendable (Database) throws -> Void)? = nil
     }
 
     /// Every migration, oldest first; the schema version is their count.
@@ -68,7 +71,47 @@ enum SQLiteSchema {
         Migration(
             name: "v3-collection-items-blob",
             sql: "ALTER TABLE collections ADD COLUMN items BLOB;"),
+        // Records' fields in Flatland's compact encoding (`StoredFields`) instead of JSON text:
+        // every row is rewritten here, typed or not (the encoding holds any JSON object), and
+        // the present keys, a JSON array the fields already spell, are dropped.
+        Migration(
+            name: "v4-record-fields-encoded",
+            sql: "ALTER TABLE entities DROP COLUMN present;",
+            rows: encodeFields),
     ]
+
+    /// Rewrites every record's JSON fields in the compact encoding, a slice of rows at a time.
+    /// A record whose fields are not a JSON object fails the migration as corrupt (and so leaves
+    /// the file as it was).
+    static func encodeFields(_ db: Database) throws {
+        let select = try RawStatement(
+            db, sql: "SELECT rowid, id, fields FROM entities WHERE rowid > ? ORDER BY rowid LIMIT 512")
+        let update = try RawStatement(db, sql: "UPDATE entities SET fields = ? WHERE rowid = ?")
+        var after: Int64 = 0
+        var done = 0
+        while true {
+            select.bind([after])
+            var rows: [(rowid: Int64, id: String, fields: [UInt8])] = []
+            while try select.next() { rows.append((select.int64(0), select.text(1), select.bytes(2))) }
+            select.reset()
+            guard let last = rows.last else { return }
+            after = last.rowid
+            for row in rows {
+                let encoded: [UInt8]
+                do { encoded = try StoredFields.encode(json: row.fields) } catch {
+                    throw DatabaseError(
+                        resultCode: .SQLITE_CORRUPT,
+                        message: "record \(row.id): its fields are not a JSON object (\(error))")
+                }
+                update.reset()
+                update.bind(1, blob: encoded)
+                update.bind(2, Int(row.rowid))
+                try update.run()
+                done += 1
+                SQLitePersistence.migrationObserver?(done)
+            }
+        }
+    }
 
     /// The schema version this build writes.
     static var version: Int { migrations.count }
@@ -140,6 +183,7 @@ enum SQLiteSchema {
                 """)
         var applied: [String] = []
         for (index, migration) in migrations.enumerated().dropFirst(current) {
+            try migration.rows?(db)
             try db.execute(sql: migration.sql)
             try db.execute(
                 sql: "INSERT INTO flatland_migrations (version, name, applied_at) VALUES (?, ?, ?)",

@@ -4,13 +4,16 @@
 //
 //   FlatlandCrashHelper stream --store FILE [--batches N] [--items N]
 //   FlatlandCrashHelper alongside --store FILE [--batches N] [--items N] [--hang-at K]
+//   FlatlandCrashHelper migrate --store FILE --hang-at K
 //
 // `stream` ingests JSON batches; `alongside` commits changes with rows of their own (table
 // `alongside`) written by an `SQLiteTransactionWork` in the same transaction, and with
-// `--hang-at K` says `inside K` from inside batch K's work and waits there forever.
+// `--hang-at K` says `inside K` from inside batch K's work and waits there forever. `migrate`
+// opens a file of an older schema, says `migrating K` once the migration rewrote K records (in
+// its transaction, not yet committed) and waits there forever; `migrated` if it never got there.
 import Flatland
 import FlatlandJSON
-import FlatlandSQLite
+@_spi(FlatlandInternal) import FlatlandSQLite
 import Foundation
 import GRDB
 
@@ -60,8 +63,8 @@ func fail(_ message: String) -> Never {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-guard let mode = arguments.first, mode == "stream" || mode == "alongside" else {
-    fail("usage: FlatlandCrashHelper stream|alongside --store FILE [--batches N] [--items N] [--hang-at K]")
+guard let mode = arguments.first, ["stream", "alongside", "migrate"].contains(mode) else {
+    fail("usage: FlatlandCrashHelper stream|alongside|migrate --store FILE [--batches N] [--items N] [--hang-at K]")
 }
 arguments.removeFirst()
 var pairs: [String: String] = [:]
@@ -79,6 +82,18 @@ guard arguments.isEmpty, let path = options["store"] else { fail("expected --sto
 let batches = number("batches", 1_000_000)!
 let items = number("items", mode == "stream" ? 200 : 100)!
 let hangAt = number("hang-at", nil)
+
+if mode == "migrate" {
+    guard let hangAt else { fail("migrate takes --hang-at K") }
+    SQLitePersistence.migrationObserver = { done in
+        guard done == hangAt else { return }
+        say("migrating \(done)")
+        while true { sleep(60) }
+    }
+    do { _ = try SQLitePersistence(path: path) } catch { fail("\(error)") }
+    say("migrated")
+    exit(0)
+}
 
 do {
     let store = Store(persistence: try SQLitePersistence(path: path))

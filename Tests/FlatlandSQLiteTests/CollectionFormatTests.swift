@@ -64,8 +64,11 @@ struct CollectionFormatTests {
 
         do {
             let persistence = try SQLitePersistence(path: path)
-            #expect(persistence.appliedMigrations == ["v2-index-by-type-and-counts", "v3-collection-items-blob"])
-            #expect(try persistence.schemaVersion() == 3)
+            #expect(
+                persistence.appliedMigrations == [
+                    "v2-index-by-type-and-counts", "v3-collection-items-blob", "v4-record-fields-encoded",
+                ])
+            #expect(try persistence.schemaVersion() == 4)
             let store = Store(persistence: persistence)
             let old = try #require(store.collection(displayIdentifier: "/old"))
             #expect(old.id == "c-old")

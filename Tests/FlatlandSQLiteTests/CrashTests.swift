@@ -21,7 +21,8 @@ struct CrashTests {
     }
 
     /// Runs `FlatlandCrashHelper` with `arguments`, kills it with SIGKILL once it printed a line `until`
-    /// accepts (or ended), and returns the last batch it reported (`committed <k>` lines).
+    /// accepts (or ended), and returns the last batch it reported (`committed <k>` lines) before
+    /// it died.
     static func killChild(_ arguments: [String], until: (String) -> Bool) throws -> Int {
         let process = Process()
         process.executableURL = productsDirectory.appendingPathComponent("FlatlandCrashHelper")
@@ -46,14 +47,16 @@ struct CrashTests {
         }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
+        // The child kept committing while its lines were read: what it reported before the kill
+        // is also in the pipe still, and is what it committed (at most one batch more).
+        buffer.append(reader.readDataToEndOfFile())
+        while let newline = buffer.firstIndex(of: 0x0A) {
+            let line = String(decoding: buffer[..<newline], as: UTF8.self)
+            buffer.removeSubrange(...newline)
+            if line.hasPrefix("committed "), let k = Int(line.dropFirst(10)) { reported = k }
+        }
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(process.terminationStatus == SIGKILL)
-        // What the child printed between the line `until` took and the kill landing (on a loaded
-        // machine it can be several more commits): the last batch reported is the last it printed.
-        buffer.append(reader.readDataToEndOfFile())
-        for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") {
-            if line.hasPrefix("committed "), let k = Int(line.dropFirst(10)) { reported = max(reported, k) }
-        }
         return reported
     }
 

@@ -166,8 +166,11 @@ struct FileTests {
         try queue.close()
 
         let persistence = try SQLitePersistence(path: path)
-        #expect(persistence.appliedMigrations == ["v2-index-by-type-and-counts", "v3-collection-items-blob"])
-        #expect(try persistence.schemaVersion() == 3)
+        #expect(
+            persistence.appliedMigrations == [
+                "v2-index-by-type-and-counts", "v3-collection-items-blob", "v4-record-fields-encoded",
+            ])
+        #expect(try persistence.schemaVersion() == 4)
         let store = Store(registry: try registry(), persistence: persistence)
         // The new table was filled from the old rows.
         #expect(store.countsByPrefix == ["pf": 3, "x": 1])
@@ -190,6 +193,11 @@ struct FileTests {
         }
         try check.close()
         #expect(versions == [2, 2, 2])
-        #expect(fields.map { String(decoding: $0, as: UTF8.self) } == #"{"name":"P pf-2","age":41}"#)
+        // Rewritten in the record encoding: 0xF1, then tokens (kind, and for a key, string or
+        // number its length and bytes): {"name":"P pf-2","age":41}.
+        let encoded: [UInt8] =
+            [0xF1, 0, 4, 4] + Array("name".utf8) + [5, 6] + Array("P pf-2".utf8) + [4, 3] + Array("age".utf8)
+            + [6, 2] + Array("41".utf8) + [1]
+        #expect(fields.map { [UInt8]($0) } == encoded)
     }
 }

@@ -169,7 +169,7 @@ struct ReadOnlyTests {
         // It opens (and upgrades) read-write.
         #expect(
             try SQLitePersistence(path: path).appliedMigrations == [
-                "v2-index-by-type-and-counts", "v3-collection-items-blob",
+                "v2-index-by-type-and-counts", "v3-collection-items-blob", "v4-record-fields-encoded",
             ])
     }
 

@@ -150,6 +150,6 @@ struct PersistenceTests {
         let persistence = try SQLitePersistence(path: path)
         #expect(try persistence.metadata(forKey: "sync.cursor") == bytes("cursor-1"))
         #expect(try persistence.metadata(forKey: "gone") == nil)
-        #expect(try persistence.schemaVersion() == 3)
+        #expect(try persistence.schemaVersion() == 4)
     }
 }

@@ -40,6 +40,34 @@ struct HooksTests {
         #expect(store.allIDs() == ["u-1", "x-2"])
     }
 
+    /// One field read alone, typed or untyped, is what the whole fields say for it.
+    @Test(arguments: StoreBackend.allCases) func conditionReadsOneFieldAlone(backend: StoreBackend) throws {
+        let keys = ["firstname", "age", "created", "friends", "address", "email", "nope", "b", "c"]
+        let seen = Box<[String: [String]]>([:])
+        let hooks = StoreHooks(condition: { incoming in
+            let whole = incoming.fields
+            for key in keys where incoming.field(key) != whole[key] {
+                seen.withValue { $0[incoming.id, default: []].append(key) }
+            }
+            seen.withValue {
+                $0["read", default: []].append(incoming.id + "=" + (incoming.field("age") ?? .null).jsonString())
+            }
+            return true
+        })
+        let store = try backend.store(registry: try seedRegistry(), hooks: hooks)
+        try store.ingest(
+            bytes(
+                #"""
+                [{"uuid":"u-1","age":3,"firstname":"A \"q\" \u0000","created":"2026-11-28T07:30:01.123Z",
+                "friends":[{"uuid":"u-2"}],"address":{"city":"Z","zip":null}},
+                {"uuid":"x-1","age":[1,{"$ref":"r"}],"b":"t","c":null}]
+                """#))
+        #expect(seen.current["u-1"] == nil)
+        #expect(seen.current["u-2"] == nil)
+        #expect(seen.current["x-1"] == nil)
+        #expect(seen.current["read"]?.sorted() == ["u-1=3", "u-2=null", #"x-1=[1,{"$$ref":"r"}]"#])
+    }
+
     @Test(arguments: StoreBackend.allCases) func beforeAndAfterStore(backend: StoreBackend) throws {
         let before = Box<[String]>([])
         let after = Box<[(String, [String])]>([])

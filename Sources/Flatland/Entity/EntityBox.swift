@@ -86,6 +86,8 @@ class EntityBox: @unchecked Sendable {
     func merged(with draft: EntityBox) -> (box: EntityBox, changed: [String]) { fatalError("abstract") }
     /// The present fields as JSON.
     func writeFields(to writer: inout JSONWriter) {}
+    /// Declared field `index` (typed boxes), key and value, as a member of an object begun.
+    func writeField(_ index: Int, to writer: inout JSONWriter) {}
 }
 
 final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
@@ -168,11 +170,22 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     }
 
     override func writeFields(to writer: inout JSONWriter) {
-        let fields = entityType.fields
+        // Through the type's boxed operations on the value in place (as `merged(with:)`): going
+        // through `[Field<E>]` asked the runtime for `Field<E>`'s metadata and copied the whole
+        // record for every field, most of what writing a record cost.
+        let type = entityType
+        let storage = UnsafeRawPointer(valueStorage(type: type))
         present.forEach { i in
-            writer.key(fields[i].key)
-            fields[i].encode(value, &writer)
+            writer.key(type.fieldKeys[i])
+            type.fieldBoxes[i]._withUnsafeGuaranteedRef { $0.encode(storage, &writer) }
         }
+    }
+
+    override func writeField(_ index: Int, to writer: inout JSONWriter) {
+        let type = entityType
+        let storage = UnsafeRawPointer(valueStorage(type: type))
+        writer.key(type.fieldKeys[index])
+        type.fieldBoxes[index]._withUnsafeGuaranteedRef { $0.encode(storage, &writer) }
     }
 }
 

@@ -341,9 +341,11 @@ final class FieldBox: Sendable {
     let decode: RawFieldDecoder
     let equal: RawFieldEqual
     let copy: RawFieldCopy
+    let encode: RawFieldEncoder
     init<Root>(_ accessor: FieldAccessor<Root>) {
         decode = accessor.rawDecode
         equal = accessor.rawEqual
         copy = accessor.rawCopy
+        encode = accessor.rawEncode
     }
 }

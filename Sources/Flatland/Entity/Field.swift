@@ -29,6 +29,7 @@ public struct Field<Root>: Sendable {
         let rawDecode: RawFieldDecoder
         let rawEqual: RawFieldEqual
         let rawCopy: RawFieldCopy
+        let rawEncode: RawFieldEncoder
         let offset = MemoryLayout<Root>.offset(of: keyPath)
         storedBytes = offset.map { $0..<$0 + MemoryLayout<Value>.size }
         if let offset {
@@ -45,6 +46,9 @@ public struct Field<Root>: Sendable {
                 (destination + offset).assumingMemoryBound(to: Value.self).pointee =
                     (source + offset).assumingMemoryBound(to: Value.self).pointee
             }
+            rawEncode = { root, writer in
+                (root + offset).assumingMemoryBound(to: Value.self).pointee.encode(to: &writer)
+            }
         } else {
             rawDecode = { (reader, root) throws(FieldError) in
                 try Value.decode(
@@ -58,12 +62,15 @@ public struct Field<Root>: Sendable {
                 destination.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath] =
                     source.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath]
             }
+            rawEncode = { root, writer in
+                root.assumingMemoryBound(to: Root.self).pointee[keyPath: keyPath].encode(to: &writer)
+            }
         }
         accessor = FieldAccessor(
             keyPath: keyPath,
             decode: { (reader, root) throws(FieldError) in root[keyPath: keyPath] = try Value.decode(from: &reader) },
             encode: { root, writer in root[keyPath: keyPath].encode(to: &writer) },
-            rawDecode: rawDecode, rawEqual: rawEqual, rawCopy: rawCopy)
+            rawDecode: rawDecode, rawEqual: rawEqual, rawCopy: rawCopy, rawEncode: rawEncode)
     }
 
     @inline(__always)
@@ -88,6 +95,9 @@ final class FieldAccessor<Root>: Sendable {
     let rawEqual: RawFieldEqual
     /// Copies this field's value between two records (by pointer).
     let rawCopy: RawFieldCopy
+    /// Writes this field's value of a record (by pointer): read in place, without copying the
+    /// record or walking the key path.
+    let rawEncode: RawFieldEncoder
 
     @usableFromInline
     init(
@@ -96,7 +106,8 @@ final class FieldAccessor<Root>: Sendable {
         encode: @escaping @Sendable (Root, inout JSONWriter) -> Void,
         rawDecode: @escaping RawFieldDecoder,
         rawEqual: @escaping RawFieldEqual,
-        rawCopy: @escaping RawFieldCopy
+        rawCopy: @escaping RawFieldCopy,
+        rawEncode: @escaping RawFieldEncoder
     ) {
         self.keyPath = keyPath
         self.decode = decode
@@ -104,6 +115,7 @@ final class FieldAccessor<Root>: Sendable {
         self.rawDecode = rawDecode
         self.rawEqual = rawEqual
         self.rawCopy = rawCopy
+        self.rawEncode = rawEncode
     }
 }
 
@@ -118,3 +130,7 @@ typealias RawFieldEqual = @Sendable (UnsafeRawPointer, UnsafeRawPointer) -> Bool
 /// Copies one field's value from the record at the first pointer into the record at the second.
 @usableFromInline
 typealias RawFieldCopy = @Sendable (UnsafeRawPointer, UnsafeMutableRawPointer) -> Void
+
+/// Writes one field's value of the record at the pointer.
+@usableFromInline
+typealias RawFieldEncoder = @Sendable (UnsafeRawPointer, inout JSONWriter) -> Void

@@ -83,6 +83,7 @@ extension EntityRegistry {
     /// A record from its stored form: typed when its prefix is registered (migrated from an
     /// older class version), untyped otherwise.
     func decodeStored(_ stored: StoredRecord) throws -> EntityBox {
+        if stored.fields.first == StoredFields.marker { return try decodeEncoded(stored) }
         guard case .object(let fields) = try JSONValue(parsing: stored.fields) else {
             throw FieldError("the stored fields of \(stored.id) are not a JSON object")
         }

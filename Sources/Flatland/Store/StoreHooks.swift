@@ -30,6 +30,11 @@ public struct IncomingEntity {
     /// The incoming fields as JSON, typed or untyped (a typed entity's are written out, so
     /// ``untypedFields`` or ``entity(as:)`` is cheaper where the kind is known).
     public var fields: JSONObject { EntityRecord(draft).fields }
+
+    /// One incoming field as JSON, typed or untyped, read alone: a typed entity's one field is
+    /// written out, not all of them (as ``fields`` does). Nil when the entity did not carry it
+    /// (or, typed, does not declare it).
+    public func field(_ key: String) -> JSONValue? { draft.fieldValue(key) }
 }
 
 /// Code the store runs around writes of new data: ingests, upserts and

@@ -84,7 +84,9 @@ public struct StoredRecord: Sendable, Hashable {
     public var classVersion: Int
     /// The data version, if any.
     public var dataVersion: Double?
-    /// The present fields as one JSON object (``EntityRecord/fieldsJSON``).
+    /// The present fields: one JSON object's text (``EntityRecord/fieldsJSON``), or the
+    /// compact encoding FlatlandSQLite stores (it begins with byte `0xF1`, which JSON text never
+    /// does).
     public var fields: [UInt8]
 
     /// A stored record.
@@ -147,5 +149,15 @@ extension EntityRecord {
 extension IndexValue {
     /// The value as text for an SQL index. Equal values give equal text; the store checks the
     /// records it loads, so two values that happened to print alike could not be confused.
-    var persistentText: String { String(reflecting: base) }
+    var persistentText: String {
+        // `String(reflecting:)` of a string is its debug description: in quotes, escaped. A
+        // string of printable ASCII with nothing to escape (an email, a code) is spelled the
+        // same without asking the runtime to reflect it, which cost more than inserting the row.
+        if let string = base as? String,
+            string.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x27 && $0 != 0x5C })
+        {
+            return "\"" + string + "\""
+        }
+        return String(reflecting: base)
+    }
 }

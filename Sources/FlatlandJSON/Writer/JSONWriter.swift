@@ -20,12 +20,42 @@ public struct JSONWriter: Sendable {
     /// Whether a comma is due before the next value or key, per open level.
     private var needsComma: [Bool] = [false]
     private var afterKey = false
+    /// Whether ``bytes`` gets the store's token encoding (``JSONTokenEncoding``) instead of JSON
+    /// text.
+    package private(set) var writesTokens = false
 
     /// Creates an empty writer.
     public init(pretty: Bool = false, capacity: Int = 256) {
         self.pretty = pretty
         bytes = []
         bytes.reserveCapacity(capacity)
+    }
+
+    /// A writer of the store's token encoding instead of JSON text: the same calls, the same
+    /// values, written as ``JSONTokenEncoding`` tokens (no escaping, no punctuation).
+    /// `header` is written first, as it is.
+    package init(tokensWithCapacity capacity: Int, header: UInt8) {
+        self.init(capacity: capacity)
+        writesTokens = true
+        bytes.append(header)
+    }
+
+    /// A token of the token encoding: its kind, and for a key, string or number its length and
+    /// bytes.
+    private mutating func token(_ kind: UInt8, _ utf8: UnsafeRawBufferPointer) {
+        bytes.append(kind)
+        var n = utf8.count
+        while n >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: n) | 0x80)
+            n >>= 7
+        }
+        bytes.append(UInt8(n))
+        bytes.append(contentsOf: utf8)
+    }
+
+    private mutating func token(_ kind: UInt8, _ text: String) {
+        var text = text
+        text.withUTF8 { token(kind, UnsafeRawBufferPointer($0)) }
     }
 
     /// The output so far as a string.
@@ -55,23 +85,31 @@ public struct JSONWriter: Sendable {
 
     /// Starts an object: `{`.
     public mutating func beginObject() {
+        if writesTokens { return bytes.append(JSONTokenEncoding.beginObject) }
         beforeValue()
         bytes.append(UInt8(ascii: "{"))
         needsComma.append(false)
     }
 
     /// Ends an object: `}`.
-    public mutating func endObject() { close(UInt8(ascii: "}")) }
+    public mutating func endObject() {
+        if writesTokens { return bytes.append(JSONTokenEncoding.endObject) }
+        close(UInt8(ascii: "}"))
+    }
 
     /// Starts an array: `[`.
     public mutating func beginArray() {
+        if writesTokens { return bytes.append(JSONTokenEncoding.beginArray) }
         beforeValue()
         bytes.append(UInt8(ascii: "["))
         needsComma.append(false)
     }
 
     /// Ends an array: `]`.
-    public mutating func endArray() { close(UInt8(ascii: "]")) }
+    public mutating func endArray() {
+        if writesTokens { return bytes.append(JSONTokenEncoding.endArray) }
+        close(UInt8(ascii: "]"))
+    }
 
     private mutating func close(_ bracket: UInt8) {
         let hadMembers = needsComma.removeLast()
@@ -87,6 +125,7 @@ public struct JSONWriter: Sendable {
 
     /// A key given as its UTF-8 bytes, which must be well-formed (a parser's or a `String`'s).
     package mutating func key(utf8: UnsafeRawBufferPointer) {
+        if writesTokens { return token(JSONTokenEncoding.key, utf8) }
         beforeValue()
         appendEscaped(utf8)
         bytes.append(UInt8(ascii: ":"))
@@ -103,18 +142,21 @@ public struct JSONWriter: Sendable {
     /// A string value given as its UTF-8 bytes, which must be well-formed (a parser's or a
     /// `String`'s).
     package mutating func string(utf8: UnsafeRawBufferPointer) {
+        if writesTokens { return token(JSONTokenEncoding.string, utf8) }
         beforeValue()
         appendEscaped(utf8)
     }
 
     /// A number, written exactly as its text.
     public mutating func number(_ value: JSONNumber) {
+        if writesTokens { return token(JSONTokenEncoding.number, value.text) }
         beforeValue()
         bytes.append(contentsOf: value.text.utf8)
     }
 
     /// A number given as its text, which must be a JSON number as a parser delivered it.
     package mutating func number(text: UnsafeRawBufferPointer) {
+        if writesTokens { return token(JSONTokenEncoding.number, text) }
         beforeValue()
         bytes.append(contentsOf: text)
     }
@@ -130,12 +172,14 @@ public struct JSONWriter: Sendable {
 
     /// `true` or `false`.
     public mutating func bool(_ value: Bool) {
+        if writesTokens { return bytes.append(value ? JSONTokenEncoding.true : JSONTokenEncoding.false) }
         beforeValue()
         if value { bytes.append(contentsOf: "true".utf8) } else { bytes.append(contentsOf: "false".utf8) }
     }
 
     /// `null`.
     public mutating func null() {
+        if writesTokens { return bytes.append(JSONTokenEncoding.null) }
         beforeValue()
         bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
     }
@@ -143,6 +187,11 @@ public struct JSONWriter: Sendable {
     /// A value already written as JSON, appended as it is. Only for text this writer wrote (it
     /// is not checked).
     @_spi(FlatlandInternal) public mutating func json(value utf8: [UInt8]) {
+        if writesTokens {
+            // (Text this writer wrote: it parses.)
+            if let parsed = try? JSONValue(parsing: utf8) { value(parsed) } else { null() }
+            return
+        }
         beforeValue()
         bytes.append(contentsOf: utf8)
     }
@@ -152,7 +201,7 @@ public struct JSONWriter: Sendable {
     /// not `{…}` or the writer is pretty. Only for text this writer wrote: the members are not
     /// checked.
     @_spi(FlatlandInternal) public mutating func json(membersOf text: String) -> Bool {
-        guard !pretty, !afterKey else { return false }
+        guard !pretty, !afterKey, !writesTokens else { return false }
         var text = text
         return text.withUTF8 { utf8 in
             func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }

@@ -291,17 +291,11 @@ extension OfflineTable {
         let tally = Mutex(PageTally())
         let prefix = engine.prefix
         let condition: @Sendable (IncomingEntity) -> Bool = { entity in
-            // The two system fields read alone: building every row's fields as values cost
-            // the pull more than the rest of this check.
-            let updated: JSONValue?
-            let deleted: JSONValue?
-            if entity.isUntyped {
-                updated = entity.untypedField(updatedName)
-                deleted = entity.untypedField(deletedName)
-            } else {
-                let fields = entity.fields
-                (updated, deleted) = (fields[updatedName], fields[deletedName])
-            }
+            // The two system fields read alone, typed or untyped: building every row's fields
+            // as values (a typed row's written out as JSON and parsed again) cost the pull more
+            // than the rest of this check.
+            let updated = entity.field(updatedName)
+            let deleted = entity.field(deletedName)
             let id = TableRowID.serverID(fromStoreID: entity.id, prefix: prefix)
             var stamp: TableTimestamp?
             if case .string(let text)? = updated { stamp = try? TableTimestamp(parsing: text) }
