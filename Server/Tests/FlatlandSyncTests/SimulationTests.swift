@@ -53,6 +53,13 @@ struct SimulationTests {
                     print("\(error)")
                 }
             }
+            // A running tally every 100 seeds, unbuffered: a long run by hand that is stopped
+            // early still says how far it got.
+            let done = start + batch.count
+            if done % 100 < SimulationTests.parallel, done < seeds.count {
+                FileHandle.standardError.write(
+                    Data("simulation progress: \(total.summary); failed seeds: \(failed)\n".utf8))
+            }
         }
         print("simulation: \(total.summary), in \(ContinuousClock.now - started); failed seeds: \(failed)")
         #expect(failed.isEmpty, "failed seeds: \(failed)")

@@ -555,6 +555,26 @@ extension SyncContext {
             outcome.result = .conflict
             return .abort("the conflict handler stopped the push at operation \(sequence)")
         case .serverWins:
+            if operation.kind == .delete, let serverItem {
+                // The local delete is refused: the server's row comes back locally (its answer
+                // path takes no row for a delete), unless the server keeps it deleted. Left
+                // deleted locally, a pull whose key had passed the row never brought it back.
+                var change = StoreChange()
+                if let name = engine.wireName(.deleted), case .bool(true)? = serverItem[name] {
+                    change.remove(storeID)
+                } else {
+                    var fields = serverItem
+                    fields["id"] = nil
+                    change.upsert(id: storeID, fields: fields)
+                }
+                if (try? await commitSettling(change, dropping: sequence)) == nil {
+                    await record(error, sequence: sequence, serverItem: serverItem)
+                    outcome.result = .conflict
+                    return .next
+                }
+                outcome.result = .resolved
+                return .next
+            }
             if let serverItem {
                 // As an answer: the server's row, or only its system properties when a later
                 // local change is queued behind (that change is newer than the conflict).
