@@ -184,6 +184,72 @@ struct PushLifecycleTests {
         }
     }
 
+    /// Found by the seeded simulation (seed 41 with updates by another client during paging):
+    /// a local delete refused with 412 and settled server-wins dropped the delete but left the
+    /// row deleted locally, so a device whose pull had passed the row's new version never had it
+    /// again while the server kept it.
+    @Test func aDeleteRefusedBecauseTheRowChangedElsewhereBringsTheServersRowBackWhenTheServerWins() async throws {
+        try await withSyncServer { _, port in
+            let one = try Device(port: port)
+            let two = try Device(port: port)
+            defer {
+                one.remove()
+                two.remove()
+            }
+            try one.sync.table("todoitem").insert(["id": "w", "text": "first"])
+            #expect(await one.sync.push().succeeded)
+            _ = try await two.sync.table("todoitem").pull()
+            try two.sync.table("todoitem").update(["id": "w", "text": "second"])
+            #expect(await two.sync.push().succeeded)
+            try one.sync.table("todoitem").delete("w")
+            let pushed = await one.sync.push(onConflict: ConflictPolicy.serverWins)
+            #expect(pushed.outcomes.map(\.result) == [.resolved], "\(pushed)")
+            #expect(pushed.outcomes.first?.status == 412)
+            #expect(try one.sync.operations().isEmpty)
+            // The server's row, here at once, not only after a pull that may never bring it.
+            #expect(one.sync.table("todoitem").lookup("w")?.text("text") == "second")
+            let rows = Dictionary(try await serverRows(port), uniquingKeysWith: { a, _ in a })
+            #expect(rows["w"]?.text == "second")
+            await one.close()
+            await two.close()
+        }
+    }
+
+    // MARK: The order of a row's operations
+
+    /// Found by the seeded simulation (seed 162 with edits during pushes): an update queued
+    /// behind an insert that failed (a 500) was sent while the insert was not on the server; the
+    /// 404 it got went to the handler, whose server-wins removed the row locally, and the insert
+    /// was then stuck for good with its row gone, its change lost.
+    @Test(arguments: [PushOptions.Batching.never, .automatic])
+    func anUpdateBehindAFailedInsertOfItsRowWaitsForIt(_ batching: PushOptions.Batching) async throws {
+        try await withSyncServer { server, port in
+            let device = try Device(port: port)
+            defer { device.remove() }
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "f", "text": "one"])
+            server.tableFaults.inject(.fail(status: 500), method: "POST", pathPrefix: "/tables/todoitem")
+            let first = await device.sync.push(onConflict: ConflictPolicy.serverWins)
+            #expect(first.outcomes.map(\.result) == [.error])
+            try todos.update(["id": "f", "text": "two"])
+            #expect(try device.sync.operations().map(\.kind) == [.insert, .update])
+            server.tableFaults.inject(.fail(status: 500), method: "POST", pathPrefix: "/tables/todoitem")
+            let second = await device.sync.push(
+                onConflict: ConflictPolicy.serverWins, options: PushOptions(batching: batching))
+            // The update waits behind its insert: nothing of the row went but the insert.
+            #expect(server.testControls.requestCount("PATCH", "/tables/todoitem/f") == 0)
+            #expect(second.outcomes.map(\.kind) == [.insert], "\(second)")
+            #expect(todos.lookup("f")?.text("text") == "two")
+            let third = await device.sync.push(
+                onConflict: ConflictPolicy.serverWins, options: PushOptions(batching: batching))
+            #expect(third.succeeded, "\(third)")
+            #expect(try device.sync.operations().isEmpty)
+            let rows = Dictionary(try await serverRows(port), uniquingKeysWith: { a, _ in a })
+            #expect(rows["f"]?.text == "two")
+            #expect(todos.lookup("f")?.text("text") == "two")
+            await device.close()
+        }
+    }
 }
 
 /// The statuses a conflict handler saw.

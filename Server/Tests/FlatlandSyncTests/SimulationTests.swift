@@ -36,11 +36,7 @@ struct SimulationTests {
             let results = await withTaskGroup(of: (UInt64, Result<SimulationReport, any Error>).self) { group in
                 for seed in batch {
                     group.addTask {
-                        do {
-                            return (seed, .success(try await Simulation.run(seed: seed)))
-                        } catch {
-                            return (seed, .failure(error))
-                        }
+                        (seed, await SimulationTests.run(seed: seed))
                     }
                 }
                 var results: [(UInt64, Result<SimulationReport, any Error>)] = []
@@ -57,6 +53,13 @@ struct SimulationTests {
                     print("\(error)")
                 }
             }
+            // A running tally every 100 seeds, unbuffered: a long run by hand that is stopped
+            // early still says how far it got.
+            let done = start + batch.count
+            if done % 100 < SimulationTests.parallel, done < seeds.count {
+                FileHandle.standardError.write(
+                    Data("simulation progress: \(total.summary); failed seeds: \(failed)\n".utf8))
+            }
         }
         print("simulation: \(total.summary), in \(ContinuousClock.now - started); failed seeds: \(failed)")
         #expect(failed.isEmpty, "failed seeds: \(failed)")
@@ -67,6 +70,31 @@ struct SimulationTests {
             #expect(total.dropsMidPage > 0 && total.conflicts > 0)
         }
     }
+
+    /// A seed's run, or a failure when it has not ended after ``deadline`` (the run is then
+    /// cancelled and left behind: one seed that hangs does not hold the others' figures).
+    static func run(seed: UInt64) async -> Result<SimulationReport, any Error> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Result<SimulationReport, any Error>.self)
+        let running = Task {
+            do {
+                continuation.yield(.success(try await Simulation.run(seed: seed)))
+            } catch {
+                continuation.yield(.failure(error))
+            }
+        }
+        let timer = Task {
+            try? await Task.sleep(for: deadline)
+            continuation.yield(.failure(SimulationFailure(seed: seed, message: "no end after \(deadline)")))
+        }
+        defer {
+            running.cancel()
+            timer.cancel()
+        }
+        for await result in stream { return result }
+        return .failure(SimulationFailure(seed: seed, message: "no result"))
+    }
+
+    static let deadline = Duration.seconds(180)
 
     @Test func aSeedReplaysTheSameRun() async throws {
         let seed = SimulationTests.seeds.lowerBound + 7

@@ -76,6 +76,9 @@ public struct PushOutcome: Sendable, Hashable {
     public var status: Int?
     /// How it ended.
     public var result: Result
+
+    /// Whether the operation left the queue settled (ok or resolved).
+    var settles: Bool { result == .ok || result == .resolved }
 }
 
 /// What a push did.
@@ -110,7 +113,8 @@ extension SyncContext {
     /// when a later change to the row is queued: never over that change), the operation dropped,
     /// and the operations behind it based on the new version. A network error, a 401 or a cancel
     /// stops the push and keeps every operation. Other errors are recorded on their operation
-    /// and the push goes on. A delete answered 404 or 410 is a success; an update answered 404
+    /// and the push goes on; the operations of that row behind the one that failed wait for a
+    /// later push (they are based on it). A delete answered 404 or 410 is a success; an update answered 404
     /// or 410 is a conflict (the row is gone on the server). An insert or an update sent before
     /// whose answer was lost (a 409 or a 412 now) is checked against the server's row (fetched
     /// with a `GET`): the same data is a success, other data a conflict. Conflicts go to
@@ -138,6 +142,10 @@ extension SyncContext {
         }
         let limit = await batchLimit(options, operations: operations.count)
         var index = 0
+        // Rows with an operation this push did not settle (failed, a conflict left, uncertain):
+        // the operations behind it wait, as they would behind one still being sent (an update
+        // behind a failed insert would reach a row the server does not have).
+        var waiting: Set<RowKey> = []
         while index < operations.count {
             // A cancel stops the push between operations (one in flight is cancelled with its
             // request, and stays attempted for the next push).
@@ -152,6 +160,7 @@ extension SyncContext {
                 var rows: Set<RowKey> = []
                 while index + run.count < operations.count, run.count < limit,
                     Self.batchable(operations[index + run.count]),
+                    !waiting.contains(RowKey(operations[index + run.count])),
                     rows.insert(RowKey(operations[index + run.count])).inserted
                 {
                     run.append(operations[index + run.count])
@@ -159,7 +168,12 @@ extension SyncContext {
             }
             if run.count > 1 {
                 index += run.count
-                if let reason = await pushBatch(run, total: operations.count, onConflict: onConflict, into: &result) {
+                let settled = result.outcomes.count
+                let reason = await pushBatch(run, total: operations.count, onConflict: onConflict, into: &result)
+                for outcome in result.outcomes[settled...] where !outcome.settles {
+                    waiting.insert(RowKey(outcome))
+                }
+                if let reason {
                     result.abortReason = reason
                     break
                 }
@@ -175,7 +189,9 @@ extension SyncContext {
                 result.abortReason = "\(error)"
                 break
             }
-            guard let operation = current, !Self.waitsForItsInsert(operation) else { continue }
+            guard let operation = current, !Self.waitsForItsInsert(operation),
+                !waiting.contains(RowKey(operation))
+            else { continue }
             var outcome = PushOutcome(
                 sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
                 status: nil, result: .ok)
@@ -201,6 +217,7 @@ extension SyncContext {
                     operation, replay: replay, onConflict: onConflict, outcome: &outcome, retriesLeft: 1)
             }
             result.outcomes.append(outcome)
+            if !outcome.settles { waiting.insert(RowKey(outcome)) }
             report(.push(sent: result.outcomes.count, total: operations.count))
             if case .abort(let reason) = step {
                 result.abortReason = reason
@@ -217,6 +234,10 @@ extension SyncContext {
         init(_ operation: SyncOperation) {
             table = operation.table
             itemID = operation.itemID
+        }
+        init(_ outcome: PushOutcome) {
+            table = outcome.table
+            itemID = outcome.id
         }
     }
 
@@ -534,6 +555,26 @@ extension SyncContext {
             outcome.result = .conflict
             return .abort("the conflict handler stopped the push at operation \(sequence)")
         case .serverWins:
+            if operation.kind == .delete, let serverItem {
+                // The local delete is refused: the server's row comes back locally (its answer
+                // path takes no row for a delete), unless the server keeps it deleted. Left
+                // deleted locally, a pull whose key had passed the row never brought it back.
+                var change = StoreChange()
+                if let name = engine.wireName(.deleted), case .bool(true)? = serverItem[name] {
+                    change.remove(storeID)
+                } else {
+                    var fields = serverItem
+                    fields["id"] = nil
+                    change.upsert(id: storeID, fields: fields)
+                }
+                if (try? await commitSettling(change, dropping: sequence)) == nil {
+                    await record(error, sequence: sequence, serverItem: serverItem)
+                    outcome.result = .conflict
+                    return .next
+                }
+                outcome.result = .resolved
+                return .next
+            }
             if let serverItem {
                 // As an answer: the server's row, or only its system properties when a later
                 // local change is queued behind (that change is newer than the conflict).
