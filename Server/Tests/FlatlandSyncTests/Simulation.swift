@@ -348,6 +348,12 @@ struct Simulation {
         slowBodies = random.next() % 5 == 0
     }
 
+    /// Whether a run of this seed is a function of the seed alone. Edits during pushes wait for a
+    /// held request to reach the server, and kills, edits during pulls and updates during paging
+    /// land at moments of the clock: a seed with any of them may take another path when run
+    /// again (the invariants hold either way; the report's tallies may differ).
+    var replaysExactly: Bool { !editsDuringPushes && !editsDuringPulls && !updatesDuringPaging && !kills }
+
     /// Runs the seed; throws ``SimulationFailure`` when a rule is broken.
     static func run(seed: UInt64) async throws -> SimulationReport {
         var simulation = Simulation(seed: seed)
