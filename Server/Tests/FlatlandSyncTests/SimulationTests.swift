@@ -96,14 +96,22 @@ struct SimulationTests {
 
     static let deadline = Duration.seconds(180)
 
-    /// A seed whose run depends on nothing but the seed (see ``Simulation/replaysExactly``)
-    /// gives the same report twice.
+    /// A seed replays: a seed whose run depends on nothing but the seed (see
+    /// ``Simulation/replaysExactly``) makes the same local writes and meets the same faults when
+    /// run again. How many pulls a device makes and how many conflicts its handler settles are
+    /// not compared: on a busy machine a retry after a 503 or a lost answer can land after
+    /// another device's push rather than before it (both orders are legal, and the invariants
+    /// are checked after each run either way).
     @Test func aSeedReplaysTheSameRun() async throws {
         let seed = try #require((8...400).first { Simulation(seed: $0).replaysExactly })
         let first = try await Simulation.run(seed: seed)
         let second = try await Simulation.run(seed: seed)
-        #expect(first == second)
-        #expect(first.localWrites > 0 && first.operationsSent > 0)
+        #expect(first.localWrites == second.localWrites)
+        let faults = { (r: SimulationReport) -> [Int] in
+            [r.lostResponses, r.serverErrors, r.unavailable, r.dropsMidPage]
+        }
+        #expect(faults(first) == faults(second))
+        #expect(first.localWrites > 0 && first.operationsSent > 0 && first.faults > 0)
     }
 
     @Test func theGeneratorFollowsItsSeed() {
