@@ -44,10 +44,7 @@ struct FilterBenchCommand: AsyncParsableCommand {
     @Option(help: "Timed runs (the median is reported).")
     var runs = 5
 
-    @Option(
-        help:
-            "Where the server keeps its rows: postgres://USER@HOST:PORT/DATABASE (a fresh schema, dropped afterwards); a SQLite file in a temporary directory by default."
-    )
+    @Option(help: ArgumentHelp(TablesDatabaseOption.help))
     var tablesDb: String?
 
     @Flag(help: "Print one JSON object instead of the table.")
@@ -57,15 +54,7 @@ struct FilterBenchCommand: AsyncParsableCommand {
         guard rows >= 1000 else { throw ValidationError("--rows must be 1000 or more") }
         guard (1...1000).contains(pageSize) else { throw ValidationError("--page-size must be 1 to 1000") }
         guard runs >= 1 else { throw ValidationError("--runs must be 1 or more") }
-        if let tablesDb {
-            let lower = tablesDb.lowercased()
-            guard lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://") else {
-                throw ValidationError("--tables-db must be a postgres:// URL (SQLite is the default)")
-            }
-            guard !lower.contains("schema=") else {
-                throw ValidationError("--tables-db: the run makes its own schema; give the URL without ?schema=")
-            }
-        }
+        try TablesDatabaseOption.validate(tablesDb)
     }
 
     static let declared = "todos_declared"
@@ -81,13 +70,9 @@ struct FilterBenchCommand: AsyncParsableCommand {
         ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let storage: TableServing.Storage
-        if let tablesDb {
-            let schema = "flatland_bench_filter_\(ProcessInfo.processInfo.processIdentifier)"
-            storage = .postgres(url: tablesDb + (tablesDb.contains("?") ? "&" : "?") + "schema=" + schema)
-        } else {
-            storage = .sqlite(path: directory + "/tables.sqlite")
-        }
+        let storage = TablesDatabaseOption.storage(
+            tablesDb, schema: "flatland_bench_filter_\(ProcessInfo.processInfo.processIdentifier)", directory: directory
+        )
         let schema = TableSchema(fields: [
             .init("text", .string), .init("complete", .bool), .init("priority", .int, indexed: true),
             .init("code", .int, indexed: true),

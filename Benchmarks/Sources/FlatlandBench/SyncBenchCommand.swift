@@ -61,10 +61,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Option(help: "Runs of each measurement (the median is reported).")
     var runs = 3
 
-    @Option(
-        help:
-            "Where the server keeps its rows: postgres://USER@HOST:PORT/DATABASE (a fresh schema, dropped afterwards); a SQLite file in a temporary directory by default."
-    )
+    @Option(help: ArgumentHelp(TablesDatabaseOption.help))
     var tablesDb: String?
 
     @Flag(help: "Print one JSON object instead of the table.")
@@ -82,15 +79,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
         guard (1...1000).contains(pageSize) else { throw ValidationError("--page-size must be 1 to 1000") }
         guard runs >= 1 else { throw ValidationError("--runs must be 1 or more") }
         guard ["v2", "v3"].contains(protocolName) else { throw ValidationError("--protocol must be v2 or v3") }
-        if let tablesDb {
-            let lower = tablesDb.lowercased()
-            guard lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://") else {
-                throw ValidationError("--tables-db must be a postgres:// URL (SQLite is the default)")
-            }
-            guard !lower.contains("schema=") else {
-                throw ValidationError("--tables-db: the run makes its own schema; give the URL without ?schema=")
-            }
-        }
+        try TablesDatabaseOption.validate(tablesDb)
     }
 
     var version: TableProtocol { protocolName == "v3" ? .v3 : .v2 }
@@ -108,13 +97,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
         ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let storage: TableServing.Storage
-        if let tablesDb {
-            let schema = "flatland_bench_sync_\(ProcessInfo.processInfo.processIdentifier)"
-            storage = .postgres(url: tablesDb + (tablesDb.contains("?") ? "&" : "?") + "schema=" + schema)
-        } else {
-            storage = .sqlite(path: directory + "/tables.sqlite")
-        }
+        let storage = TablesDatabaseOption.storage(
+            tablesDb, schema: "flatland_bench_sync_\(ProcessInfo.processInfo.processIdentifier)", directory: directory)
         let small = max(1, rows / 10)
         let tables =
             [SyncBench.pullTable, SyncBench.smallTable] + (0..<runs).map(SyncBench.pushTable)
