@@ -32,16 +32,20 @@ demo-postgres: deps
 	$(SWIFT) run --package-path Server -c release flatland demo --tables-db "$$url"
 
 ## The whole test suite: the libraries' (root), the server's, the tool's and the HTTP and sync
-## integration suites (Server/), and the benchmark commands' (Benchmarks/, built in Server/'s
-## build folder: the two share 27 packages, so SwiftNIO, Hummingbird, postgres-nio and BoringSSL
-## are compiled once). Each package is built, then run, and the time of each step is printed;
-## the last line sums the building and the running. The table server's suites also run on
-## PostgreSQL: at $FLATLAND_TEST_POSTGRES_URL, or else on a throwaway cluster the script starts
-## (and installs PostgreSQL 15 for, when missing) and stops afterwards; FLATLAND_NO_POSTGRES=1
-## skips those cases. Then the seeded sync simulation runs SIM_SEEDS more seeds (21 onwards; the
-## suite ran 1–20) on their own, two at a time, where nothing else competes for the machine:
-## about a minute for 100. SIM_SEEDS=0 skips them; CI runs 300.
+## integration suites (Server/), the seeded sync simulation, and the benchmark commands'
+## (Benchmarks/, built in Server/'s build folder: the two share 27 packages, so SwiftNIO,
+## Hummingbird, postgres-nio and BoringSSL are compiled once). Each package is built, then run,
+## and the time of each step is printed; the last line sums the building and the running.
+## SwiftPM keeps one build plan per build folder, and a `swift test --skip-build` runs the test
+## bundle of the last plan made there: so each package that builds in Server/.build drops the
+## plan first (a few seconds to make again) and runs its tests right after its own build.
+## The table server's suites also run on PostgreSQL: at $FLATLAND_TEST_POSTGRES_URL, or else on a
+## throwaway cluster the script starts (and installs PostgreSQL 15 for, when missing) and stops
+## afterwards; FLATLAND_NO_POSTGRES=1 skips those cases. The simulation runs SIM_SEEDS more seeds
+## (21 onwards; the suite ran 1–20) on their own, two at a time, where nothing else competes for
+## the machine: about a minute for 100. SIM_SEEDS=0 skips them; CI runs 300.
 SIM_SEEDS ?= 100
+SERVER_PLAN = Server/.build/debug/description.json
 test: deps
 	@built=0; ran=0; \
 	step() { \
@@ -49,22 +53,34 @@ test: deps
 		if [ "$$kind" = build ]; then built=$$((built + t)); else ran=$$((ran + t)); fi; \
 		echo "-- $$kind: $$t s"; return $$rc; \
 	}; \
+	seeds() { \
+		log=$$(mktemp); \
+		env FLATLAND_SIM_SEEDS=$(SIM_SEEDS) FLATLAND_SIM_SEED_START=21 FLATLAND_SIM_PARALLEL=2 \
+			$(SWIFT) test --package-path Server --skip-build $(SWIFT_FLAGS) --filter everySeedConverges >"$$log" 2>&1; \
+		rc=$$?; cat "$$log"; \
+		if [ $$rc = 0 ] && ! grep -q "^simulation: $(SIM_SEEDS) seeds" "$$log"; then \
+			echo "make test: the simulation did not report $(SIM_SEEDS) seeds (was another package's test bundle run?)"; rc=1; \
+		fi; \
+		rm -f "$$log"; return $$rc; \
+	}; \
 	suite() { \
 		echo "== the libraries (.)"; \
 		step build $(SWIFT) build --build-tests $(SWIFT_FLAGS) || return 1; \
 		step run $(SWIFT) test --skip-build $(SWIFT_FLAGS) || return 1; \
 		echo "== the server, the tool, and the HTTP and sync integration suites (Server/)"; \
+		rm -f $(SERVER_PLAN); \
 		step build $(SWIFT) build --package-path Server --build-tests $(SWIFT_FLAGS) || return 1; \
 		step run $(SWIFT) test --package-path Server --skip-build $(SWIFT_FLAGS) || return 1; \
-		echo "== the benchmark commands (Benchmarks/, built over Server/'s build)"; \
+		if [ "$(SIM_SEEDS)" != "0" ]; then \
+			echo "== the seeded sync simulation: $(SIM_SEEDS) more seeds, alone"; \
+			step run seeds || return 1; \
+		fi; \
+		echo "== the benchmark commands (Benchmarks/, built in Server/'s build folder)"; \
+		rm -f $(SERVER_PLAN); \
 		step build $(SWIFT) build --package-path Benchmarks --scratch-path Server/.build --build-tests \
 			$(SWIFT_FLAGS) || return 1; \
 		step run $(SWIFT) test --package-path Benchmarks --scratch-path Server/.build --skip-build \
 			$(SWIFT_FLAGS) || return 1; \
-		[ "$(SIM_SEEDS)" = "0" ] && return 0; \
-		echo "== the seeded sync simulation: $(SIM_SEEDS) more seeds, alone"; \
-		step run env FLATLAND_SIM_SEEDS=$(SIM_SEEDS) FLATLAND_SIM_SEED_START=21 FLATLAND_SIM_PARALLEL=2 \
-			$(SWIFT) test --package-path Server --skip-build $(SWIFT_FLAGS) --filter everySeedConverges; \
 	}; \
 	finish() { rc=$$?; echo "== make test: built in $$built s, ran in $$ran s"; return $$rc; }; \
 	if [ -n "$$FLATLAND_TEST_POSTGRES_URL" ] || [ "$$FLATLAND_NO_POSTGRES" = "1" ]; then \
