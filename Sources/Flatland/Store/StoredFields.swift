@@ -14,6 +14,12 @@ package enum StoredFields {
     /// The first byte of the encoding: never the first byte of JSON text, nor of UTF-8.
     package static let marker: UInt8 = 0xF1
 
+    /// The deepest nesting of objects and arrays a record's fields may have, the fields' own
+    /// object included: the parser's default limit (``JSONLimits/maxDepth``), so whatever a
+    /// response may hold a record may hold, and a reader that recurses per level never meets
+    /// more than that however the bytes were damaged.
+    package static let maxDepth = JSONLimits.default.maxDepth
+
     /// The present fields of `record`, encoded.
     package static func encode(_ record: EntityRecord) -> [UInt8] {
         var writer = JSONWriter(tokensWithCapacity: 256, header: marker)
@@ -39,7 +45,8 @@ package enum StoredFields {
     }
 
     /// Reads the encoding into `tokens` (pointing into `bytes`), checking it whole: the marker,
-    /// one object, every length within the bytes, keys where keys belong, containers closed,
+    /// one object, every length within the bytes, keys where keys belong (and nowhere else),
+    /// containers closed and nested at most ``maxDepth`` deep,
     /// strings well-formed UTF-8, numbers JSON numbers, nothing after the end. Returns the
     /// problem, or nil.
     static func scan(_ bytes: UnsafeRawBufferPointer, into tokens: inout [TapeToken]) -> String? {
@@ -64,6 +71,8 @@ package enum StoredFields {
                         ? "a value where a key belongs at byte \(at)" : "a key with no value at byte \(at)"
                 }
                 open[open.count - 1].wantsKey = kind != .key
+            } else if kind == .key {
+                return "a key outside an object at byte \(at)"
             } else if open.isEmpty, tokens.count > 0 {
                 return "bytes after the end at byte \(at)"
             }
@@ -89,8 +98,10 @@ package enum StoredFields {
                     guard JSONTokenEncoding.isValidUTF8(text) else { return "ill-formed UTF-8 at byte \(at)" }
                 }
                 i += length
-            case .beginObject: open.append((object: true, wantsKey: true))
-            case .beginArray: open.append((object: false, wantsKey: false))
+            case .beginObject, .beginArray:
+                // The readers recurse once per level: deeper than a response may nest is damage.
+                guard open.count < maxDepth else { return "nested deeper than \(maxDepth) at byte \(at)" }
+                open.append((object: kind == .beginObject, wantsKey: kind == .beginObject))
             case .endObject, .endArray:
                 guard let top = open.popLast(), top.object == (kind == .endObject) else {
                     return "an unmatched end at byte \(at)"
