@@ -30,13 +30,24 @@ package enum StoredFields {
     }
 
     /// The fields given as a JSON object's text (the format before this one), encoded.
+    ///
+    /// Read with no limit on the length of a string, key or number: the format before wrote
+    /// whatever a record held (an ingest with larger limits, a value upserted by the app), and
+    /// a migration refuses the whole file for one record it cannot read. Nesting is limited to
+    /// ``maxDepth``, as in this encoding.
     package static func encode(json: [UInt8]) throws -> [UInt8] {
-        let value = try JSONValue(parsing: json)
+        let value = try JSONValue(parsing: json, options: migrationParsing)
         guard case .object = value else { throw StoredFieldsError(description: "the fields are not a JSON object") }
         var writer = JSONWriter(tokensWithCapacity: json.count, header: marker)
         writer.value(value)
         return writer.bytes
     }
+
+    /// (4 GiB: more than a SQLite value holds, and far from `Int.max`, where the parser's
+    /// limit arithmetic would overflow.)
+    static let migrationParsing = JSONParserOptions(
+        limits: JSONLimits(
+            maxDepth: maxDepth, maxStringLength: 1 << 32, maxKeyLength: 1 << 32, maxNumberLength: 1 << 32))
 
     /// What is wrong with `fields` as stored in this encoding, or nil when nothing is.
     package static func problem(in fields: [UInt8]) -> String? {
