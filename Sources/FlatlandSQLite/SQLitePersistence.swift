@@ -321,9 +321,10 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
 
     /// Checks the whole file: SQLite's `PRAGMA integrity_check` (every page, every index
     /// against its table; `quick_check` when `quick`, which skips the index comparison and is
-    /// several times faster), then Flatland's own counts against its records, and every
-    /// record's fields against the record encoding (one object, every length in bounds, text
-    /// well-formed UTF-8, numbers numbers).
+    /// several times faster), then Flatland's own counts against its records, every record's
+    /// fields against the record encoding (one object, every length in bounds, keys only in
+    /// objects, nesting at most 512 deep, text well-formed UTF-8, numbers numbers), and every
+    /// collection's row (a known kind, its items blob whole, as long as the row says).
     ///
     /// A file so damaged that the check cannot run reports that as its problem. The store keeps
     /// working while the check runs (it reads on its own connection).
@@ -362,6 +363,17 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         while try records.next(), problems.count < 1000 {
             if let problem = StoredFields.problem(in: records.bytes(1)) {
                 problems.append("record \(records.text(0)): its stored fields are damaged (\(problem))")
+            }
+        }
+        // Every collection's row must read back: a known kind, its blob whole and as long as the
+        // row says (a collection still in `collection_items` rows has no blob to check).
+        let collections = try RawStatement(
+            db, sql: "SELECT \(SQLiteRecordReader.collectionColumns) FROM collections ORDER BY seq")
+        defer { collections.reset() }
+        collections.bind([])
+        while try collections.next(), problems.count < 1000 {
+            if case .failure(let damage) = SQLiteRecordReader.parts(SQLiteRecordReader.CollectionRow(collections)) {
+                problems.append(damage.description)
             }
         }
         let kept = Dictionary(counted, uniquingKeysWith: { _, last in last })
