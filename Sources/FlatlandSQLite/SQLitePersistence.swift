@@ -429,6 +429,8 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             throw StoreWriteError(
                 .transactionWork, "\(path): the work alongside the commit failed; nothing was written",
                 underlying: failure.error)
+        } catch let error as SQLiteStoreError {
+            throw StoreWriteError(.persistence, "the commit could not be written", underlying: error)
         } catch {
             throw StoreWriteError(
                 .persistence, "the commit could not be written", underlying: SQLiteStoreError(sqlite: error, path: path)
@@ -477,7 +479,13 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
                 db, sql: "INSERT OR REPLACE INTO entity_index (id, name, value) VALUES (?, ?, ?)")
             let encoded = EncodedFields(batch.records)
             for (i, record) in batch.records.enumerated() {
-                let fields = encoded[i]
+                guard let fields = encoded[i] else {
+                    throw SQLiteStoreError(
+                        .tooDeep, path: path,
+                        message:
+                            "record \(record.id): its fields nest deeper than \(StoredFields.maxDepth) levels, more than a store file keeps; nothing was written"
+                    )
+                }
                 bytes += fields.count + 64
                 insert.resetForRebinding()
                 insert.bind(1, record.id)
@@ -654,7 +662,7 @@ private final class EncodedFields: @unchecked Sendable {
     static let threshold = 512
 
     private let records: [EntityRecord]
-    private let rows: UnsafeMutableBufferPointer<[UInt8]>
+    private let rows: UnsafeMutableBufferPointer<[UInt8]?>
     private let ready: [DispatchSemaphore]
     private let group = DispatchGroup()
     /// The chunks the reader has waited for.
@@ -686,8 +694,8 @@ private final class EncodedFields: @unchecked Sendable {
         }
     }
 
-    /// The fields of record `i`, once encoded (`i` in order, from 0).
-    subscript(i: Int) -> [UInt8] {
+    /// The fields of record `i`, once encoded (`i` in order, from 0); nil when too deep to keep.
+    subscript(i: Int) -> [UInt8]? {
         if waited != Int.max {
             while waited <= i / Self.chunk {
                 ready[waited].wait()

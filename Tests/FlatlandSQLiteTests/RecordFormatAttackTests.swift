@@ -202,3 +202,57 @@ struct RecordFormatAttackTests {
         #expect(store.lastPersistenceError == nil)
     }
 }
+
+/// Records the store could not read back are refused when written, never kept unreadable.
+@Suite("SQLite record format depth on write")
+struct RecordFormatDepthTests {
+    /// `[[…[1]…]]`, `depth` arrays deep.
+    static func nestedArrays(_ depth: Int) -> JSONValue {
+        var value = JSONValue.number(JSONNumber(1))
+        for _ in 0..<depth { value = .array([value]) }
+        return value
+    }
+
+    /// A commit of a record nested deeper than a record may be (an app's own value, or an
+    /// ingest whose parser allows more) fails typed and writes nothing; one at the limit is
+    /// written and reads back.
+    @Test func aRecordNestedDeeperThanTheFormatKeepsIsRefusedWhole() throws {
+        let path = Scratch.path()
+        defer { Scratch.remove(path) }
+        let limit = JSONLimits.default.maxDepth
+        let persistence = try SQLitePersistence(path: path, options: .init(cacheCapacity: 0))
+        defer { persistence.close() }
+        let store = Store(registry: try sampleRegistry(), persistence: persistence)
+        try store.ingest(bytes(#"{"uuid":"note-0","a":1}"#))
+
+        var deep = StoreChange()
+        deep.upsert(id: "note-1", fields: ["a": .number(JSONNumber(1))])
+        deep.upsert(id: "note-deep", fields: ["a": Self.nestedArrays(limit)])
+        let error = #expect(throws: StoreWriteError.self) { try store.commit(deep) }
+        #expect(error?.code == .persistence)
+        let underlying = error?.underlying as? SQLiteStoreError
+        #expect(underlying?.code == .tooDeep)
+        #expect(underlying?.message.contains("note-deep") == true)
+        #expect(store.allIDs() == ["note-0"])
+        #expect(try persistence.loadRecord(id: "note-1") == nil)
+
+        // An ingest whose parser allows deeper documents: the same refusal, typed.
+        var options = IngestOptions()
+        options.parser.limits.maxDepth = limit + 10
+        let document =
+            #"{"uuid":"note-2","a":"# + String(repeating: "[", count: limit) + String(repeating: "]", count: limit)
+            + "}"
+        let ingestError = #expect(throws: IngestError.self) { try store.ingest(bytes(document), options: options) }
+        #expect(ingestError?.code == .persistence)
+        #expect((ingestError?.underlying as? SQLiteStoreError)?.code == .tooDeep)
+        #expect(store.allIDs() == ["note-0"])
+
+        // At the limit: the fields' object and 511 arrays.
+        var atLimit = StoreChange()
+        atLimit.upsert(id: "note-limit", fields: ["a": Self.nestedArrays(limit - 1)])
+        try store.commit(atLimit)
+        #expect(store.record(id: "note-limit")?.fields["a"] == Self.nestedArrays(limit - 1))
+        #expect(store.lastPersistenceError == nil)
+        #expect(try persistence.verify().isOK)
+    }
+}

@@ -20,13 +20,14 @@ package enum StoredFields {
     /// more than that however the bytes were damaged.
     package static let maxDepth = JSONLimits.default.maxDepth
 
-    /// The present fields of `record`, encoded.
-    package static func encode(_ record: EntityRecord) -> [UInt8] {
+    /// The present fields of `record`, encoded; nil when they nest deeper than ``maxDepth``
+    /// (a value the app made, or an ingest whose parser allows more), which no load could read.
+    package static func encode(_ record: EntityRecord) -> [UInt8]? {
         var writer = JSONWriter(tokensWithCapacity: 256, header: marker)
         writer.beginObject()
         record.box.writeFields(to: &writer)
         writer.endObject()
-        return writer.bytes
+        return writer.deepestTokenDepth <= maxDepth ? writer.bytes : nil
     }
 
     /// The fields given as a JSON object's text (the format before this one), encoded.
