@@ -32,35 +32,49 @@ demo-postgres: deps
 	$(SWIFT) run --package-path Server -c release flatland demo --tables-db "$$url"
 
 ## The whole test suite: the libraries' (root), the server's, the tool's and the HTTP and sync
-## integration suites (Server/), and the benchmark commands' (Benchmarks/). The table server's
-## suites also run on PostgreSQL: at
-## $FLATLAND_TEST_POSTGRES_URL, or else on a throwaway cluster the script starts (and installs
-## PostgreSQL 15 for, when missing) and stops afterwards; FLATLAND_NO_POSTGRES=1 skips those cases.
-## Then the seeded sync simulation runs SIM_SEEDS more seeds (21 onwards; the suite ran 1–20)
-## on its own, two at a time, where nothing else competes for the machine: two to three minutes
-## for 300. SIM_SEEDS=0 skips them.
-SIM_SEEDS ?= 300
+## integration suites (Server/), and the benchmark commands' (Benchmarks/, built in Server/'s
+## build folder: the two share 27 packages, so SwiftNIO, Hummingbird, postgres-nio and BoringSSL
+## are compiled once). Each package is built, then run, and the time of each step is printed;
+## the last line sums the building and the running. The table server's suites also run on
+## PostgreSQL: at $FLATLAND_TEST_POSTGRES_URL, or else on a throwaway cluster the script starts
+## (and installs PostgreSQL 15 for, when missing) and stops afterwards; FLATLAND_NO_POSTGRES=1
+## skips those cases. Then the seeded sync simulation runs SIM_SEEDS more seeds (21 onwards; the
+## suite ran 1–20) on their own, two at a time, where nothing else competes for the machine:
+## about a minute for 100. SIM_SEEDS=0 skips them; CI runs 300.
+SIM_SEEDS ?= 100
 test: deps
-	@suite() { \
+	@built=0; ran=0; \
+	step() { \
+		kind=$$1; shift; t0=$$(date +%s); "$$@"; rc=$$?; t=$$(( $$(date +%s) - t0 )); \
+		if [ "$$kind" = build ]; then built=$$((built + t)); else ran=$$((ran + t)); fi; \
+		echo "-- $$kind: $$t s"; return $$rc; \
+	}; \
+	suite() { \
 		echo "== the libraries (.)"; \
-		$(SWIFT) test $(SWIFT_FLAGS) || return 1; \
+		step build $(SWIFT) build --build-tests $(SWIFT_FLAGS) || return 1; \
+		step run $(SWIFT) test --skip-build $(SWIFT_FLAGS) || return 1; \
 		echo "== the server, the tool, and the HTTP and sync integration suites (Server/)"; \
-		$(SWIFT) test --package-path Server $(SWIFT_FLAGS) || return 1; \
-		echo "== the benchmark commands (Benchmarks/)"; \
-		$(SWIFT) test --package-path Benchmarks $(SWIFT_FLAGS) || return 1; \
+		step build $(SWIFT) build --package-path Server --build-tests $(SWIFT_FLAGS) || return 1; \
+		step run $(SWIFT) test --package-path Server --skip-build $(SWIFT_FLAGS) || return 1; \
+		echo "== the benchmark commands (Benchmarks/, built over Server/'s build)"; \
+		step build $(SWIFT) build --package-path Benchmarks --scratch-path Server/.build --build-tests \
+			$(SWIFT_FLAGS) || return 1; \
+		step run $(SWIFT) test --package-path Benchmarks --scratch-path Server/.build --skip-build \
+			$(SWIFT_FLAGS) || return 1; \
 		[ "$(SIM_SEEDS)" = "0" ] && return 0; \
 		echo "== the seeded sync simulation: $(SIM_SEEDS) more seeds, alone"; \
-		FLATLAND_SIM_SEEDS=$(SIM_SEEDS) FLATLAND_SIM_SEED_START=21 FLATLAND_SIM_PARALLEL=2 \
-			$(SWIFT) test --package-path Server $(SWIFT_FLAGS) --skip-build --filter everySeedConverges; \
+		step run env FLATLAND_SIM_SEEDS=$(SIM_SEEDS) FLATLAND_SIM_SEED_START=21 FLATLAND_SIM_PARALLEL=2 \
+			$(SWIFT) test --package-path Server --skip-build $(SWIFT_FLAGS) --filter everySeedConverges; \
 	}; \
+	finish() { rc=$$?; echo "== make test: built in $$built s, ran in $$ran s"; return $$rc; }; \
 	if [ -n "$$FLATLAND_TEST_POSTGRES_URL" ] || [ "$$FLATLAND_NO_POSTGRES" = "1" ]; then \
-		suite; \
+		suite; finish; \
 	else \
 		dir=$$(mktemp -d); \
 		trap 'scripts/postgres-test-cluster.sh stop "'"$$dir"'/cluster" >/dev/null 2>&1; rm -rf "'"$$dir"'"' EXIT; \
 		eval "$$(scripts/postgres-test-cluster.sh start "$$dir/cluster")" || exit 1; \
 		export FLATLAND_TEST_POSTGRES_URL; \
-		suite; \
+		suite; finish; \
 	fi
 
 build: deps

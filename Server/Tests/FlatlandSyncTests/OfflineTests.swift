@@ -554,6 +554,43 @@ struct LocalIDTests {
             #expect(await device.sync.push().succeeded)
         }
     }
+
+    /// Every reference to a pushed row's local id follows its server id: in the rows sent later
+    /// in the same push (one batch or one by one), in rows with nothing queued, and in records
+    /// outside the tables, at the top of a row and in arrays.
+    @Test(arguments: [PushOptions.Batching.never, .automatic])
+    func everyReferenceToALocalIDFollowsTheServersIDAfterThePush(_ batching: PushOptions.Batching) async throws {
+        try await withDevices { _, device, reader in
+            let todos = device.sync.table("todoitem", serverAssignsIDs: true)
+            var locals: [String] = []
+            for i in 0..<5 {
+                let row = try todos.insert(["text": .string("parent \(i)")])
+                locals.append(try #require(row.text("id")))
+            }
+            let child = try todos.insert(["text": "child", "parent": .string(locals[4])])
+            let childID = try #require(child.text("id"))
+            // A record no table owns, naming two of the rows, one in an array.
+            let store = device.session.store
+            var change = StoreChange()
+            change.upsert(
+                id: "note-1",
+                fields: ["about": .string(locals[0]), "also": .array([.string(locals[3]), .string("other")])])
+            _ = try store.commit(change)
+
+            #expect(await device.sync.push(options: PushOptions(batching: batching)).succeeded)
+            let servers = try locals.map { local in try #require(todos.lookup(local)?.text("id")) }
+            #expect(servers.allSatisfy { !$0.hasPrefix("local-") })
+            #expect(todos.lookup(childID)?.text("parent") == servers[4])
+            let note = try #require(store.record(id: "note-1")).fields
+            #expect(note["about"] == .string(servers[0]))
+            #expect(note["also"] == .array([.string(servers[3]), .string("other")]))
+            // What the server got for the child names the parent's server id.
+            _ = try await reader.sync.table("todoitem").pull()
+            let serverChild = try #require(
+                reader.sync.table("todoitem").rows().first { $0.text("text") == "child" })
+            #expect(serverChild.text("parent") == servers[4])
+        }
+    }
 }
 
 @Suite("Offline tables: progress and observation")

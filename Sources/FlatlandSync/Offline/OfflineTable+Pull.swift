@@ -352,9 +352,14 @@ extension OfflineTable {
         let table = name
         let tally = page.tally
         let pending = Mutex<Set<String>>([])
+        // The work's outcome, kept aside: a race is told by it, not by the store's error.
+        let raced = Mutex(false)
         let work = SQLiteTransactionWork { db in
             let now = try SyncQueue.pendingIDs(db, table: table)
-            if !now.isDisjoint(with: tally.written) { throw LocalChangeDuringPage() }
+            if !now.isDisjoint(with: tally.written) {
+                raced.withLock { $0 = true }
+                throw LocalChangeDuringPage()
+            }
             pending.withLock { $0 = now }
             if let queryID, let token {
                 try SyncQueue.setToken(db, table: table, queryID: queryID, token: token)
@@ -364,7 +369,7 @@ extension OfflineTable {
             let result = try store.commit(page.batch, removing: tally.deletedIDs, alongside: work)
             return (result.changes.removed.count, pending.withLock { $0 })
         } catch {
-            if SyncContext.chain(of: error).contains(where: { $0 is LocalChangeDuringPage }) {
+            if raced.withLock({ $0 }) {
                 throw SyncError(.pageRace, "a row of the page changed locally while it was read", table: table)
             }
             throw SyncError(.store, "the page could not be written: \(error)", table: table)

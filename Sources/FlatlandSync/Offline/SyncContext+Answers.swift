@@ -153,10 +153,17 @@ extension SyncContext {
                 continue
             }
             // The references in other rows follow (a crash before leaves them resolvable through
-            // the remembered id).
+            // the remembered id): in a push, those in rows still to be sent now and the rest when
+            // the push ends (``PushRenames``); outside one, all of them now.
+            guard !renamed.isEmpty else { return }
             let store = session.store
-            for (local, server) in renamed {
-                await runBlocking { LocalID.rewriteReferences(from: local, to: server, in: store) }
+            let renames = Dictionary(renamed.map { ($0.local, $0.server) }, uniquingKeysWith: { _, last in last })
+            if let push = PushRenames.current {
+                for (local, server) in renames { push.record(local, server) }
+                let rows = try await rowsToSend(push)
+                await runBlocking { LocalID.rewriteReferences(renames, in: store, ids: rows) }
+            } else {
+                await runBlocking { LocalID.rewriteReferences(renames, in: store, ids: store.allIDs()) }
             }
             return
         }
@@ -166,5 +173,36 @@ extension SyncContext {
     /// Drops an operation with `change` to the store, in one commit.
     func commitSettling(_ change: StoreChange, dropping sequence: Int64) async throws(SyncError) {
         try await commitQueued(change) { db in try SyncQueue.remove(db, sequence: sequence) }
+    }
+
+    /// The store ids of the rows with queued operations that mention a local id, read once per
+    /// push (``PushRenames``).
+    private func rowsToSend(_ push: PushRenames) async throws(SyncError) -> Set<String> {
+        if let rows = push.rowsToSend { return rows }
+        let queued = try await queueRead { db in
+            try SyncQueue.operations(db).map { (table: $0.table, itemID: $0.itemID) }
+        }
+        let engines = Dictionary(
+            Set(queued.map(\.table)).map { ($0, engine(for: $0)) }, uniquingKeysWith: { first, _ in first })
+        let store = session.store
+        let rows = await runBlocking {
+            var rows: Set<String> = []
+            for (table, itemID) in queued {
+                guard let engine = engines[table] else { continue }
+                let id = engine.storeID(itemID)
+                if let record = store.record(id: id), LocalID.mentionsLocalID(record.fields) { rows.insert(id) }
+            }
+            return rows
+        }
+        push.rowsToSend = rows
+        return rows
+    }
+
+    /// Rewrites, in one pass over the store, the references to the local ids `push` renamed.
+    func rewriteRemainingReferences(_ push: PushRenames) async {
+        let renames = push.take()
+        guard !renames.isEmpty else { return }
+        let store = session.store
+        await runBlocking { LocalID.rewriteReferences(renames, in: store, ids: store.allIDs()) }
     }
 }

@@ -130,6 +130,17 @@ extension SyncContext {
     /// on the network, with a 401 or a cancel stops the push the same way; any other failure of
     /// the batch request sends its operations one by one.
     public func push(onConflict: ConflictHandler? = nil, options: PushOptions = PushOptions()) async -> PushResult {
+        // The references to the local ids this push renames: in the rows still to be sent at
+        // once, in every other record in one pass at the end (``PushRenames``).
+        let renames = PushRenames()
+        let result = await PushRenames.$current.withValue(renames) {
+            await pushQueued(onConflict: onConflict, options: options)
+        }
+        await rewriteRemainingReferences(renames)
+        return result
+    }
+
+    private func pushQueued(onConflict: ConflictHandler?, options: PushOptions) async -> PushResult {
         var result = PushResult()
         let telemetry = self.telemetry
         defer { telemetry.pushed(result, context: self) }

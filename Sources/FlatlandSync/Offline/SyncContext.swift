@@ -207,10 +207,18 @@ public final class SyncContext: Sendable {
         guard let persistence = session.store.persistence as? SQLitePersistence else {
             throw SyncError(.notPersistent, "the session's store is not kept in SQLite")
         }
+        let refused = Mutex<SyncError?>(nil)
         do {
-            return try persistence.read(body)
+            return try persistence.read { db in
+                do {
+                    return try body(db)
+                } catch let error as SyncError {
+                    refused.withLock { $0 = error }
+                    throw error
+                }
+            }
         } catch {
-            throw SyncContext.unwrap(error)
+            throw refused.withLock { $0 } ?? SyncError(.store, "\(error)")
         }
     }
 
@@ -226,38 +234,22 @@ public final class SyncContext: Sendable {
     }
 
     /// Commits `change` to the store with `work` in the same transaction. A ``SyncError`` the work
-    /// throws comes back as it is; the store is then unchanged.
+    /// throws comes back as it is (kept aside as the work's outcome, not looked for among the
+    /// store's wrapped errors); the store is then unchanged.
     func commit(_ change: StoreChange, _ work: @escaping @Sendable (Database) throws -> Void) throws(SyncError) {
+        let refused = Mutex<SyncError?>(nil)
+        let transactionWork = SQLiteTransactionWork { db in
+            do {
+                try work(db)
+            } catch let error as SyncError {
+                refused.withLock { $0 = error }
+                throw error
+            }
+        }
         do {
-            try session.store.commit(change, alongside: SQLiteTransactionWork(work))
+            try session.store.commit(change, alongside: transactionWork)
         } catch {
-            throw SyncContext.unwrap(error)
-        }
-    }
-
-    /// The ``SyncError`` inside a store's error, or a ``SyncErrorCode/store`` error.
-    static func unwrap(_ error: any Error) -> SyncError {
-        if let inner = chain(of: error).lazy.compactMap({ $0 as? SyncError }).first { return inner }
-        return SyncError(.store, "\(error)")
-    }
-
-    /// An error and the errors beneath it: a store write's, an ingest's, an HTTP task's.
-    static func chain(of error: any Error) -> [any Error] {
-        var errors: [any Error] = [error]
-        var current: (any Error)? = error
-        while let next = current.flatMap(beneath) {
-            errors.append(next)
-            current = next
-        }
-        return errors
-    }
-
-    private static func beneath(_ error: any Error) -> (any Error)? {
-        switch error {
-        case let error as StoreWriteError: error.underlying
-        case let error as IngestError: error.underlying
-        case let error as HTTPError: error.ingest
-        default: nil
+            throw refused.withLock { $0 } ?? SyncError(.store, "\(error)")
         }
     }
 }
