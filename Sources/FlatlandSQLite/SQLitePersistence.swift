@@ -30,9 +30,11 @@ import GRDB
 /// Ids and every other text (collection items, display identifiers, index values) are stored and
 /// read back by their byte length: an id containing U+0000 round-trips whole.
 ///
-/// Every read and write throws a ``SQLiteStoreError`` on failure (a damaged file gives
-/// ``SQLiteStoreError/Code-swift.struct/corrupt``, a failing disk
-/// ``SQLiteStoreError/Code-swift.struct/ioError``); ``verify(quick:)`` checks a whole file. A
+/// Every read throws a ``SQLiteStoreError`` on failure, and every write Flatland's
+/// `StoreWriteError` over one (a damaged file gives ``SQLiteStoreError/Code-swift.struct/corrupt``,
+/// a failing disk ``SQLiteStoreError/Code-swift.struct/ioError``); a record whose stored fields
+/// are damaged reads as absent in the store, its error in `Store.lastPersistenceError`.
+/// ``verify(quick:)`` checks a whole file. A
 /// store opened ``Options/Mode/readOnly`` never writes, so it can be read from a read-only
 /// directory or a full disk.
 public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable {
