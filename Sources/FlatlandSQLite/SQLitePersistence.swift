@@ -482,11 +482,9 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             let encoded = EncodedFields(batch.records)
             for (i, record) in batch.records.enumerated() {
                 guard let fields = encoded[i] else {
+                    let why = StoredFields.unstorable(record) ?? "it cannot be encoded"
                     throw SQLiteStoreError(
-                        .tooDeep, path: path,
-                        message:
-                            "record \(record.id): its fields nest deeper than \(StoredFields.maxDepth) levels, more than a store file keeps; nothing was written"
-                    )
+                        .unstorable, path: path, message: "record \(record.id): \(why); nothing was written")
                 }
                 bytes += fields.count + 64
                 insert.resetForRebinding()
@@ -696,7 +694,7 @@ private final class EncodedFields: @unchecked Sendable {
         }
     }
 
-    /// The fields of record `i`, once encoded (`i` in order, from 0); nil when too deep to keep.
+    /// The fields of record `i`, once encoded (`i` in order, from 0); nil when they cannot be kept.
     subscript(i: Int) -> [UInt8]? {
         if waited != Int.max {
             while waited <= i / Self.chunk {

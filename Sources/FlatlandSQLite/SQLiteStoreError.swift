@@ -52,10 +52,12 @@ public struct SQLiteStoreError: Error, Hashable, CustomStringConvertible {
         public static let busy = Code(name: "busy")
         /// The file's directory or the file could not be created or removed.
         public static let fileSystem = Code(name: "fileSystem")
-        /// A record's fields nest deeper than a store file keeps them (512 levels of objects and
-        /// arrays, the JSON parser's default limit, the fields' own object included): the
-        /// commit was not written. Nothing the default parser reads can be that deep.
-        public static let tooDeep = Code(name: "tooDeep")
+        /// A record that a store file cannot keep so that it reads back as it is: its fields
+        /// nest deeper than 512 levels of objects and arrays (the JSON parser's default limit,
+        /// the fields' own object included; nothing the default parser reads is that deep), or
+        /// a `Double` field holds NaN or an infinity, which JSON cannot express. The commit was
+        /// not written.
+        public static let unstorable = Code(name: "unstorable")
         /// SQLite reported another error: ``SQLiteStoreError/sqliteCode`` says which.
         public static let sqlite = Code(name: "sqlite")
 

@@ -231,7 +231,7 @@ struct RecordFormatDepthTests {
         let error = #expect(throws: StoreWriteError.self) { try store.commit(deep) }
         #expect(error?.code == .persistence)
         let underlying = error?.underlying as? SQLiteStoreError
-        #expect(underlying?.code == .tooDeep)
+        #expect(underlying?.code == .unstorable)
         #expect(underlying?.message.contains("note-deep") == true)
         #expect(store.allIDs() == ["note-0"])
         #expect(try persistence.loadRecord(id: "note-1") == nil)
@@ -244,7 +244,7 @@ struct RecordFormatDepthTests {
             + "}"
         let ingestError = #expect(throws: IngestError.self) { try store.ingest(bytes(document), options: options) }
         #expect(ingestError?.code == .persistence)
-        #expect((ingestError?.underlying as? SQLiteStoreError)?.code == .tooDeep)
+        #expect((ingestError?.underlying as? SQLiteStoreError)?.code == .unstorable)
         #expect(store.allIDs() == ["note-0"])
 
         // At the limit: the fields' object and 511 arrays.
@@ -254,5 +254,36 @@ struct RecordFormatDepthTests {
         #expect(store.record(id: "note-limit")?.fields["a"] == Self.nestedArrays(limit - 1))
         #expect(store.lastPersistenceError == nil)
         #expect(try persistence.verify().isOK)
+    }
+}
+
+/// Values a typed entity may hold that JSON cannot: what a store file does with them.
+@Suite("SQLite record format non-finite numbers")
+struct RecordFormatNonFiniteTests {
+    @Test(arguments: [Double.nan, .infinity, -.infinity])
+    func aRecordHoldingANonFiniteDoubleIsRefusedNotLostAtTheNextLoad(_ value: Double) throws {
+        let path = Scratch.path()
+        defer { Scratch.remove(path) }
+        let persistence = try SQLitePersistence(path: path, options: .init(cacheCapacity: 0))
+        defer { persistence.close() }
+        let store = Store(registry: try sampleRegistry(), persistence: persistence)
+        var sample = Sample(id: EntityID<Sample>("sm-1"))
+        sample.text = "kept"
+        sample.double = value
+        // Stored, it would read back as `null`, which a `Double` field cannot decode: the record
+        // would be lost at the next load. The commit is refused instead, typed.
+        let error = #expect(throws: StoreWriteError.self) { try store.upsert(sample) }
+        #expect(error?.code == .persistence)
+        let underlying = error?.underlying as? SQLiteStoreError
+        #expect(underlying?.code == .unstorable)
+        #expect(underlying?.message.contains("sm-1") == true)
+        #expect(store.allIDs() == [])
+        #expect(try persistence.loadRecord(id: "sm-1") == nil)
+        // A finite value is kept and reads back.
+        sample.double = -0.0
+        try store.upsert(sample)
+        #expect(store.entity(EntityID<Sample>("sm-1"))?.text == "kept")
+        #expect(store.entity(EntityID<Sample>("sm-1"))?.double.sign == .minus)
+        #expect(store.lastPersistenceError == nil)
     }
 }

@@ -20,14 +20,32 @@ package enum StoredFields {
     /// more than that however the bytes were damaged.
     package static let maxDepth = JSONLimits.default.maxDepth
 
-    /// The present fields of `record`, encoded; nil when they nest deeper than ``maxDepth``
-    /// (a value the app made, or an ingest whose parser allows more), which no load could read.
+    /// The present fields of `record`, encoded; nil when they would not read back as they are
+    /// (``unstorable(_:)`` says why): nested deeper than ``maxDepth`` (a value the app made, or
+    /// an ingest whose parser allows more), or holding a `Double` JSON cannot express (NaN, an
+    /// infinity), which would be written as `null`.
     package static func encode(_ record: EntityRecord) -> [UInt8]? {
+        let writer = write(record)
+        return writer.deepestTokenDepth <= maxDepth && !writer.wroteNonFiniteNumber ? writer.bytes : nil
+    }
+
+    /// Why ``encode(_:)`` gave nil for `record`, in words; nil when it did not.
+    package static func unstorable(_ record: EntityRecord) -> String? {
+        let writer = write(record)
+        if writer.deepestTokenDepth > maxDepth {
+            return
+                "its fields nest \(writer.deepestTokenDepth) levels deep, more than the \(maxDepth) a store file keeps"
+        }
+        if writer.wroteNonFiniteNumber { return "it holds a number JSON cannot express (NaN or an infinity)" }
+        return nil
+    }
+
+    private static func write(_ record: EntityRecord) -> JSONWriter {
         var writer = JSONWriter(tokensWithCapacity: 256, header: marker)
         writer.beginObject()
         record.box.writeFields(to: &writer)
         writer.endObject()
-        return writer.deepestTokenDepth <= maxDepth ? writer.bytes : nil
+        return writer
     }
 
     /// The fields given as a JSON object's text (the format before this one), encoded.

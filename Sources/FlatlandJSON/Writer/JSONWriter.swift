@@ -26,6 +26,8 @@ public struct JSONWriter: Sendable {
     /// In the token encoding: how many containers are open, and the most that were at once.
     private var tokenDepth = 0
     package private(set) var deepestTokenDepth = 0
+    /// Whether a `Double` that JSON cannot express (NaN, an infinity) was written, as `null`.
+    package private(set) var wroteNonFiniteNumber = false
 
     /// Creates an empty writer.
     public init(pretty: Bool = false, capacity: Int = 256) {
@@ -76,6 +78,7 @@ public struct JSONWriter: Sendable {
         bytes.removeAll(keepingCapacity: true)
         tokenDepth = 0
         deepestTokenDepth = 0
+        wroteNonFiniteNumber = false
         needsComma = [false]
         afterKey = false
     }
@@ -185,7 +188,12 @@ public struct JSONWriter: Sendable {
     /// A `Double`, in its shortest exact form; NaN and infinities, which JSON cannot express,
     /// are written as `null`.
     public mutating func number(_ value: Double) {
-        if let n = JSONNumber(value) { number(n) } else { null() }
+        if let n = JSONNumber(value) {
+            number(n)
+        } else {
+            wroteNonFiniteNumber = true
+            null()
+        }
     }
 
     /// `true` or `false`.
