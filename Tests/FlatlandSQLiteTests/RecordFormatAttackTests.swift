@@ -287,3 +287,48 @@ struct RecordFormatNonFiniteTests {
         #expect(store.lastPersistenceError == nil)
     }
 }
+
+/// Dates far from now, which an app may hold: what a store file gives back.
+@Suite("SQLite record format dates")
+struct RecordFormatDateTests {
+    static func store(_ path: String) throws -> (SQLitePersistence, Store) {
+        let persistence = try SQLitePersistence(path: path, options: .init(cacheCapacity: 0))
+        return (persistence, Store(registry: try sampleRegistry(), persistence: persistence))
+    }
+
+    /// Years 0 to 9999, to the microsecond, read back.
+    @Test(arguments: [
+        Date.distantPast, Date.distantFuture, Date(timeIntervalSince1970: 253_402_300_799.999),
+        Date(timeIntervalSince1970: -62_167_219_200), Date(timeIntervalSince1970: 0.000_123),
+        Date(timeIntervalSince1970: -0.5),
+    ])
+    func aDateOfAFourDigitYearReadsBack(_ date: Date) throws {
+        let path = Scratch.path()
+        defer { Scratch.remove(path) }
+        let (persistence, store) = try Self.store(path)
+        defer { persistence.close() }
+        var sample = Sample(id: EntityID<Sample>("sm-1"))
+        sample.date = date
+        try store.upsert(sample)
+        let back = try #require(store.entity(EntityID<Sample>("sm-1"))?.date)
+        #expect(abs(back.timeIntervalSince1970 - date.timeIntervalSince1970) < 0.000_001)
+        #expect(store.lastPersistenceError == nil)
+    }
+
+    /// Dates ISO 8601 text of four-digit years cannot carry were stored as text the date
+    /// decoder refuses, and the record was lost at the next load: the commit is refused instead.
+    /// (In seconds since 1970: Foundation cannot describe the last three as dates.)
+    @Test(arguments: [253_402_300_800, 1e12, -62_167_219_201, -1e11, 1e300, .infinity, .nan] as [Double])
+    func aDateOutsideTheYears0To9999IsRefusedNotLostAtTheNextLoad(_ seconds: Double) throws {
+        let path = Scratch.path()
+        defer { Scratch.remove(path) }
+        let (persistence, store) = try Self.store(path)
+        defer { persistence.close() }
+        var sample = Sample(id: EntityID<Sample>("sm-1"))
+        sample.date = Date(timeIntervalSince1970: seconds)
+        let error = #expect(throws: StoreWriteError.self) { try store.upsert(sample) }
+        #expect((error?.underlying as? SQLiteStoreError)?.code == .unstorable)
+        #expect(store.allIDs() == [])
+        #expect(try persistence.loadRecord(id: "sm-1") == nil)
+    }
+}

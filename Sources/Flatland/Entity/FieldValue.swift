@@ -173,7 +173,21 @@ extension Date: FieldValue {
         }
         return date
     }
-    public func encode(to writer: inout JSONWriter) { writer.string(ISO8601.format(self)) }
+    public func encode(to writer: inout JSONWriter) {
+        // In a store's record, ISO 8601 text of four-digit years only: another date would not
+        // read back (and one that is not finite, or past Int's seconds, cannot be formatted).
+        let t = timeIntervalSince1970
+        guard !writer.writesTokens || (t >= Self.firstISOSecond && t < Self.endISOSecond) else {
+            writer.noteUnreadable("a date outside the years 0 to 9999 (\(t) s since 1970)")
+            return writer.null()
+        }
+        writer.string(ISO8601.format(self))
+    }
+
+    /// 0000-01-01T00:00:00Z, and (less half a microsecond, which the format rounds to a whole
+    /// one) 10000-01-01T00:00:00Z, in seconds since 1970.
+    static let firstISOSecond = Double(ISO8601.daysFromCivil(0, 1, 1) * 86_400)
+    static let endISOSecond = Double(ISO8601.daysFromCivil(10_000, 1, 1) * 86_400) - 0.000_000_5
 }
 
 extension JSONValue: FieldValue {

@@ -22,11 +22,12 @@ package enum StoredFields {
 
     /// The present fields of `record`, encoded; nil when they would not read back as they are
     /// (``unstorable(_:)`` says why): nested deeper than ``maxDepth`` (a value the app made, or
-    /// an ingest whose parser allows more), or holding a `Double` JSON cannot express (NaN, an
-    /// infinity), which would be written as `null`.
+    /// an ingest whose parser allows more), or holding a value its field's encoder says will
+    /// not (a `Double` that is NaN or infinite, written as `null`; a date outside the years 0
+    /// to 9999, which ISO 8601 text cannot carry).
     package static func encode(_ record: EntityRecord) -> [UInt8]? {
         let writer = write(record)
-        return writer.deepestTokenDepth <= maxDepth && !writer.wroteNonFiniteNumber ? writer.bytes : nil
+        return writer.deepestTokenDepth <= maxDepth && writer.unreadableValue == nil ? writer.bytes : nil
     }
 
     /// Why ``encode(_:)`` gave nil for `record`, in words; nil when it did not.
@@ -36,7 +37,7 @@ package enum StoredFields {
             return
                 "its fields nest \(writer.deepestTokenDepth) levels deep, more than the \(maxDepth) a store file keeps"
         }
-        if writer.wroteNonFiniteNumber { return "it holds a number JSON cannot express (NaN or an infinity)" }
+        if let value = writer.unreadableValue { return "it holds \(value), which would not read back" }
         return nil
     }
 

@@ -26,8 +26,15 @@ public struct JSONWriter: Sendable {
     /// In the token encoding: how many containers are open, and the most that were at once.
     private var tokenDepth = 0
     package private(set) var deepestTokenDepth = 0
-    /// Whether a `Double` that JSON cannot express (NaN, an infinity) was written, as `null`.
-    package private(set) var wroteNonFiniteNumber = false
+    /// The first value written that will not read back as it was, in words: a `Double` JSON
+    /// cannot express (NaN, an infinity, written as `null`), or what a caller noted with
+    /// ``noteUnreadable(_:)``. Nil when there was none.
+    package private(set) var unreadableValue: String?
+
+    /// Notes that the value just written will not read back as it was (see ``unreadableValue``).
+    package mutating func noteUnreadable(_ what: @autoclosure () -> String) {
+        if unreadableValue == nil { unreadableValue = what() }
+    }
 
     /// Creates an empty writer.
     public init(pretty: Bool = false, capacity: Int = 256) {
@@ -78,7 +85,7 @@ public struct JSONWriter: Sendable {
         bytes.removeAll(keepingCapacity: true)
         tokenDepth = 0
         deepestTokenDepth = 0
-        wroteNonFiniteNumber = false
+        unreadableValue = nil
         needsComma = [false]
         afterKey = false
     }
@@ -191,7 +198,7 @@ public struct JSONWriter: Sendable {
         if let n = JSONNumber(value) {
             number(n)
         } else {
-            wroteNonFiniteNumber = true
+            noteUnreadable("a number JSON cannot express (\(value))")
             null()
         }
     }
