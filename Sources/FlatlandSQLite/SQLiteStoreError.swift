@@ -55,7 +55,7 @@ public struct SQLiteStoreError: Error, Hashable, CustomStringConvertible {
         /// A record that a store file cannot keep so that it reads back as it is: its fields
         /// nest deeper than 512 levels of objects and arrays (the JSON parser's default limit,
         /// the fields' own object included; nothing the default parser reads is that deep), a
-        /// `Double` field holds NaN or an infinity, which JSON cannot express, or a `Date` field
+        /// `Double` (or `Decimal`) field holds NaN or an infinity, which JSON cannot express, or a `Date` field
         /// a date outside the years 0 to 9999, which ISO 8601 text cannot carry. The commit was
         /// not written.
         public static let unstorable = Code(name: "unstorable")

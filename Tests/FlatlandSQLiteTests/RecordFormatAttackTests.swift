@@ -279,6 +279,12 @@ struct RecordFormatNonFiniteTests {
         #expect(underlying?.message.contains("sm-1") == true)
         #expect(store.allIDs() == [])
         #expect(try persistence.loadRecord(id: "sm-1") == nil)
+        // A Decimal that is no number either.
+        var decimal = Sample(id: EntityID<Sample>("sm-2"))
+        decimal.decimal = .nan
+        let decimalError = #expect(throws: StoreWriteError.self) { try store.upsert(decimal) }
+        #expect((decimalError?.underlying as? SQLiteStoreError)?.code == .unstorable)
+        #expect(store.allIDs() == [])
         // A finite value is kept and reads back.
         sample.double = -0.0
         try store.upsert(sample)

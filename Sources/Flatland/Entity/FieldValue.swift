@@ -151,7 +151,12 @@ extension Decimal: FieldValue {
         do throws(JSONError) { return try n.decimal() } catch { throw FieldError(error.message) }
     }
     public func encode(to writer: inout JSONWriter) {
-        if let n = JSONNumber("\(self)") { writer.number(n) } else { writer.null() }
+        if let n = JSONNumber("\(self)") {
+            writer.number(n)
+        } else {
+            writer.noteUnreadable("a number JSON cannot express (\(self))")
+            writer.null()
+        }
     }
 }
 
