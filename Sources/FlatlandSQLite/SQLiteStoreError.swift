@@ -56,7 +56,8 @@ public struct SQLiteStoreError: Error, Hashable, CustomStringConvertible {
         /// nest deeper than 512 levels of objects and arrays (the JSON parser's default limit,
         /// the fields' own object included; nothing the default parser reads is that deep), a
         /// `Double` (or `Decimal`) field holds NaN or an infinity, which JSON cannot express, or a `Date` field
-        /// a date outside the years 0 to 9999, which ISO 8601 text cannot carry. The commit was
+        /// a date outside the years 0 to 9999 beyond what a time zone offset of up to 99:59
+        /// brings back into them, which ISO 8601 text cannot carry. The commit was
         /// not written.
         public static let unstorable = Code(name: "unstorable")
         /// SQLite reported another error: ``SQLiteStoreError/sqliteCode`` says which.

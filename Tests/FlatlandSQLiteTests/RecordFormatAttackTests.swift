@@ -302,13 +302,23 @@ struct RecordFormatDateTests {
         return (persistence, Store(registry: try sampleRegistry(), persistence: persistence))
     }
 
-    /// Years 0 to 9999, to the microsecond, read back.
+    /// 10000-01-01T00:00:00Z and 0000-01-01T00:00:00Z, in seconds since 1970.
+    static let end = 253_402_300_800.0
+    static let first = -62_167_219_200.0
+    /// The reach of a time zone offset the decoder reads, `±99:59`.
+    static let reach = Double(99 * 3600 + 59 * 60)
+
+    /// Years 0 to 9999, to the microsecond, read back; and so do dates a response's time zone
+    /// offset takes past them (`9999-12-31T23:59:59-05:00` is in year 10000 in UTC).
     @Test(arguments: [
-        Date.distantPast, Date.distantFuture, Date(timeIntervalSince1970: 253_402_300_799.999),
-        Date(timeIntervalSince1970: -62_167_219_200), Date(timeIntervalSince1970: 0.000_123),
-        Date(timeIntervalSince1970: -0.5),
+        Date.distantPast, Date.distantFuture, Date(timeIntervalSince1970: end - 0.001),
+        Date(timeIntervalSince1970: first), Date(timeIntervalSince1970: 0.000_123),
+        Date(timeIntervalSince1970: -0.5), Date(timeIntervalSince1970: end), Date(timeIntervalSince1970: end + 0.25),
+        Date(timeIntervalSince1970: end + 5 * 3600 - 1), Date(timeIntervalSince1970: end + reach - 0.5),
+        Date(timeIntervalSince1970: first - 1), Date(timeIntervalSince1970: first - 0.000_001),
+        Date(timeIntervalSince1970: first - reach),
     ])
-    func aDateOfAFourDigitYearReadsBack(_ date: Date) throws {
+    func aDateThatISOTextCanCarryReadsBack(_ date: Date) throws {
         let path = Scratch.path()
         defer { Scratch.remove(path) }
         let (persistence, store) = try Self.store(path)
@@ -321,10 +331,12 @@ struct RecordFormatDateTests {
         #expect(store.lastPersistenceError == nil)
     }
 
-    /// Dates ISO 8601 text of four-digit years cannot carry were stored as text the date
-    /// decoder refuses, and the record was lost at the next load: the commit is refused instead.
-    /// (In seconds since 1970: Foundation cannot describe the last three as dates.)
-    @Test(arguments: [253_402_300_800, 1e12, -62_167_219_201, -1e11, 1e300, .infinity, .nan] as [Double])
+    /// Dates ISO 8601 text of four-digit years cannot carry at any offset were stored as text
+    /// the date decoder refuses, and the record was lost at the next load (or, not finite,
+    /// crashed the commit): the commit is refused instead. (In seconds since 1970: Foundation
+    /// cannot describe the last three as dates.)
+    @Test(
+        arguments: [end + reach + 60, 1e12, first - reach - 60, -1e11, 1e300, .infinity, .nan] as [Double])
     func aDateOutsideTheYears0To9999IsRefusedNotLostAtTheNextLoad(_ seconds: Double) throws {
         let path = Scratch.path()
         defer { Scratch.remove(path) }
@@ -336,5 +348,25 @@ struct RecordFormatDateTests {
         #expect((error?.underlying as? SQLiteStoreError)?.code == .unstorable)
         #expect(store.allIDs() == [])
         #expect(try persistence.loadRecord(id: "sm-1") == nil)
+    }
+
+    /// A server's date at the end of year 9999 in its own zone: ingested, stored, read back.
+    @Test func aResponsesDateThatItsOffsetTakesIntoYear10000ReadsBack() throws {
+        let path = Scratch.path()
+        defer { Scratch.remove(path) }
+        let response = bytes(
+            #"[{"uuid":"sm-1","date":"9999-12-31T23:59:59.5-05:00"},{"uuid":"sm-2","date":"0000-01-01T00:00:00+14:00"}]"#
+        )
+        let memory = Store(registry: try sampleRegistry())
+        try memory.ingest(response)
+        let (persistence, store) = try Self.store(path)
+        defer { persistence.close() }
+        try store.ingest(response)
+        for id in ["sm-1", "sm-2"] {
+            let expected = try #require(memory.entity(EntityID<Sample>(id))?.date)
+            #expect(store.entity(EntityID<Sample>(id))?.date == expected)
+        }
+        #expect(store.lastPersistenceError == nil)
+        #expect(try persistence.verify().isOK)
     }
 }
