@@ -104,4 +104,28 @@ struct BigBatchEncodingTests {
         #expect(again.count == records + 1)
         #expect(again.entity(EntityID<Sample>("sm-\(failingAt)"))?.text.hasSuffix(" \(failingAt)") == true)
     }
+
+    /// One record of a big batch that the file could not give back (nested too deep), found by
+    /// a worker while the writer inserts the records before it: the whole batch is refused and
+    /// nothing of it is written.
+    @Test(arguments: [5, 550, 1_199])
+    func aBigBatchWithOneUnstorableRecordWritesNothing(at bad: Int) throws {
+        let path = Scratch.path()
+        defer { Scratch.remove(path) }
+        let persistence = try SQLitePersistence(path: path)
+        defer { persistence.close() }
+        let store = Store(registry: try sampleRegistry(), persistence: persistence)
+        var deep = JSONValue.null
+        for _ in 0..<JSONLimits.default.maxDepth { deep = .array([deep]) }
+        var change = StoreChange()
+        for i in 0..<1_200 {
+            change.upsert(id: "note-\(i)", fields: ["i": .number(JSONNumber(i)), "v": i == bad ? deep : .null])
+        }
+        let error = #expect(throws: StoreWriteError.self) { try store.commit(change) }
+        #expect((error?.underlying as? SQLiteStoreError)?.code == .unstorable)
+        #expect((error?.underlying as? SQLiteStoreError)?.message.contains("note-\(bad):") == true)
+        #expect(store.count == 0)
+        #expect(try persistence.ids(prefix: nil).isEmpty)
+        #expect(try persistence.verify().isOK)
+    }
 }
