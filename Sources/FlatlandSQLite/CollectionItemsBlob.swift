@@ -96,7 +96,8 @@ enum CollectionItemsBlob {
         mutating func string(_ length: Int) -> String? {
             guard length <= bytes.count - offset else { return nil }
             defer { offset += length }
-            return String(decoding: bytes[offset..<offset + length], as: UTF8.self)
+            // Ill-formed UTF-8 is damage (every id was a Swift string), not text to repair.
+            return String(validating: bytes[offset..<offset + length], as: UTF8.self)
         }
     }
 }

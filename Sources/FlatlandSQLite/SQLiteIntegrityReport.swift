@@ -9,7 +9,8 @@ public struct SQLiteIntegrityReport: Sendable, Hashable, CustomStringConvertible
     /// The database file.
     public var path: String
     /// The problems found, in SQLite's words (`PRAGMA integrity_check`) and Flatland's (counts
-    /// that disagree with the records); empty when the file is sound.
+    /// that disagree with the records, a record whose stored fields are damaged, a collection
+    /// whose row is); empty when the file is sound.
     public var problems: [String]
 
     /// A report.

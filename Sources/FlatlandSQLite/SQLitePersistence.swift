@@ -30,9 +30,11 @@ import GRDB
 /// Ids and every other text (collection items, display identifiers, index values) are stored and
 /// read back by their byte length: an id containing U+0000 round-trips whole.
 ///
-/// Every read and write throws a ``SQLiteStoreError`` on failure (a damaged file gives
-/// ``SQLiteStoreError/Code-swift.struct/corrupt``, a failing disk
-/// ``SQLiteStoreError/Code-swift.struct/ioError``); ``verify(quick:)`` checks a whole file. A
+/// Every read throws a ``SQLiteStoreError`` on failure, and every write Flatland's
+/// `StoreWriteError` over one (a damaged file gives ``SQLiteStoreError/Code-swift.struct/corrupt``,
+/// a failing disk ``SQLiteStoreError/Code-swift.struct/ioError``); a record whose stored fields
+/// are damaged reads as absent in the store, its error in `Store.lastPersistenceError`.
+/// ``verify(quick:)`` checks a whole file. A
 /// store opened ``Options/Mode/readOnly`` never writes, so it can be read from a read-only
 /// directory or a full disk.
 public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable {
@@ -321,9 +323,10 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
 
     /// Checks the whole file: SQLite's `PRAGMA integrity_check` (every page, every index
     /// against its table; `quick_check` when `quick`, which skips the index comparison and is
-    /// several times faster), then Flatland's own counts against its records, and every
-    /// record's fields against the record encoding (one object, every length in bounds, text
-    /// well-formed UTF-8, numbers numbers).
+    /// several times faster), then Flatland's own counts against its records, every record's
+    /// fields against the record encoding (one object, every length in bounds, keys only in
+    /// objects, nesting at most 512 deep, text well-formed UTF-8, numbers numbers), and every
+    /// collection's row (a known kind, its items blob whole, as long as the row says).
     ///
     /// A file so damaged that the check cannot run reports that as its problem. The store keeps
     /// working while the check runs (it reads on its own connection).
@@ -362,6 +365,17 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
         while try records.next(), problems.count < 1000 {
             if let problem = StoredFields.problem(in: records.bytes(1)) {
                 problems.append("record \(records.text(0)): its stored fields are damaged (\(problem))")
+            }
+        }
+        // Every collection's row must read back: a known kind, its blob whole and as long as the
+        // row says (a collection still in `collection_items` rows has no blob to check).
+        let collections = try RawStatement(
+            db, sql: "SELECT \(SQLiteRecordReader.collectionColumns) FROM collections ORDER BY seq")
+        defer { collections.reset() }
+        collections.bind([])
+        while try collections.next(), problems.count < 1000 {
+            if case .failure(let damage) = SQLiteRecordReader.parts(SQLiteRecordReader.CollectionRow(collections)) {
+                problems.append(damage.description)
             }
         }
         let kept = Dictionary(counted, uniquingKeysWith: { _, last in last })
@@ -417,6 +431,8 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
             throw StoreWriteError(
                 .transactionWork, "\(path): the work alongside the commit failed; nothing was written",
                 underlying: failure.error)
+        } catch let error as SQLiteStoreError {
+            throw StoreWriteError(.persistence, "the commit could not be written", underlying: error)
         } catch {
             throw StoreWriteError(
                 .persistence, "the commit could not be written", underlying: SQLiteStoreError(sqlite: error, path: path)
@@ -465,7 +481,11 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
                 db, sql: "INSERT OR REPLACE INTO entity_index (id, name, value) VALUES (?, ?, ?)")
             let encoded = EncodedFields(batch.records)
             for (i, record) in batch.records.enumerated() {
-                let fields = encoded[i]
+                guard let fields = encoded[i] else {
+                    let why = StoredFields.unstorable(record) ?? "it cannot be encoded"
+                    throw SQLiteStoreError(
+                        .unstorable, path: path, message: "record \(record.id): \(why); nothing was written")
+                }
                 bytes += fields.count + 64
                 insert.resetForRebinding()
                 insert.bind(1, record.id)
@@ -642,7 +662,7 @@ private final class EncodedFields: @unchecked Sendable {
     static let threshold = 512
 
     private let records: [EntityRecord]
-    private let rows: UnsafeMutableBufferPointer<[UInt8]>
+    private let rows: UnsafeMutableBufferPointer<[UInt8]?>
     private let ready: [DispatchSemaphore]
     private let group = DispatchGroup()
     /// The chunks the reader has waited for.
@@ -674,8 +694,8 @@ private final class EncodedFields: @unchecked Sendable {
         }
     }
 
-    /// The fields of record `i`, once encoded (`i` in order, from 0).
-    subscript(i: Int) -> [UInt8] {
+    /// The fields of record `i`, once encoded (`i` in order, from 0); nil when they cannot be kept.
+    subscript(i: Int) -> [UInt8]? {
         if waited != Int.max {
             while waited <= i / Self.chunk {
                 ready[waited].wait()

@@ -128,16 +128,44 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
         }
     }
 
+    /// A collection row's kind and, unless its items are rows of `collection_items`, its
+    /// positions; or what is wrong with it: a kind this build does not know, a damaged blob, or
+    /// a blob of another length than the row's (what `verify` reports, and a load throws as
+    /// `corrupt`).
+    static func parts(_ row: CollectionRow) -> Result<(EntityCollection.Kind, CollectionPositions?), CollectionDamage> {
+        guard let kind = EntityCollection.Kind(rawValue: row.kind) else {
+            return .failure(CollectionDamage(description: "collection \(row.id): an unknown kind (\(row.kind))"))
+        }
+        guard let blob = row.blob else { return .success((kind, nil)) }
+        guard let positions = CollectionItemsBlob.decode(blob) else {
+            return .failure(
+                CollectionDamage(description: "collection \(row.id): its items blob is damaged (\(blob.count) bytes)"))
+        }
+        guard positions.count == row.length else {
+            return .failure(
+                CollectionDamage(
+                    description:
+                        "collection \(row.id): its items blob holds \(positions.count) positions, its row says \(row.length)"
+                ))
+        }
+        return .success((kind, positions))
+    }
+
+    struct CollectionDamage: Error, CustomStringConvertible {
+        var description: String
+    }
+
     /// The collection of a row, with its items.
     static func collection(_ db: Database, _ row: CollectionRow) throws -> EntityCollection {
-        let kind = EntityCollection.Kind(rawValue: row.kind) ?? .task
-        if let blob = row.blob {
-            guard let positions = CollectionItemsBlob.decode(blob), positions.count == row.length else {
-                // (Mapped to SQLiteStoreError.corrupt, with the file's path, by the reader.)
-                throw DatabaseError(
-                    resultCode: .SQLITE_CORRUPT,
-                    message: "collection \(row.id): its items blob is damaged (\(blob.count) bytes)")
-            }
+        let kind: EntityCollection.Kind
+        let positions: CollectionPositions?
+        switch parts(row) {
+        case .success(let parts): (kind, positions) = parts
+        case .failure(let damage):
+            // (Mapped to SQLiteStoreError.corrupt, with the file's path, by the reader.)
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: damage.description)
+        }
+        if let positions {
             return EntityCollection(
                 id: row.id, displayIdentifier: row.display, kind: kind, positions: positions, total: row.total)
         }

@@ -52,6 +52,14 @@ public struct SQLiteStoreError: Error, Hashable, CustomStringConvertible {
         public static let busy = Code(name: "busy")
         /// The file's directory or the file could not be created or removed.
         public static let fileSystem = Code(name: "fileSystem")
+        /// A record that a store file cannot keep so that it reads back as it is: its fields
+        /// nest deeper than 512 levels of objects and arrays (the JSON parser's default limit,
+        /// the fields' own object included; nothing the default parser reads is that deep), a
+        /// `Double` (or `Decimal`) field holds NaN or an infinity, which JSON cannot express, or a `Date` field
+        /// a date outside the years 0 to 9999 beyond what a time zone offset of up to 99:59
+        /// brings back into them, which ISO 8601 text cannot carry. The commit was
+        /// not written.
+        public static let unstorable = Code(name: "unstorable")
         /// SQLite reported another error: ``SQLiteStoreError/sqliteCode`` says which.
         public static let sqlite = Code(name: "sqlite")
 

@@ -151,7 +151,12 @@ extension Decimal: FieldValue {
         do throws(JSONError) { return try n.decimal() } catch { throw FieldError(error.message) }
     }
     public func encode(to writer: inout JSONWriter) {
-        if let n = JSONNumber("\(self)") { writer.number(n) } else { writer.null() }
+        if let n = JSONNumber("\(self)") {
+            writer.number(n)
+        } else {
+            writer.noteUnreadable("a number JSON cannot express (\(self))")
+            writer.null()
+        }
     }
 }
 
@@ -173,7 +178,60 @@ extension Date: FieldValue {
         }
         return date
     }
-    public func encode(to writer: inout JSONWriter) { writer.string(ISO8601.format(self)) }
+    public func encode(to writer: inout JSONWriter) {
+        let t = timeIntervalSince1970
+        guard writer.writesTokens, !(t >= Self.firstISOSecond && t < Self.endISOSecond) else {
+            return writer.string(ISO8601.format(self))
+        }
+        // In a store's record, a date the text of a four-digit year in UTC cannot carry: one a
+        // response's time zone offset took past the years 0 to 9999 (`9999-12-31T23:59:59-05:00`)
+        // is written at such an offset, which the decoder reads back; any other would not read
+        // back (nor, not finite or past Int's seconds, be formatted at all).
+        if let text = Self.formatAtOffset(t) { return writer.string(text) }
+        writer.noteUnreadable("a date outside the years 0 to 9999 (\(t) s since 1970)")
+        writer.null()
+    }
+
+    /// 0000-01-01T00:00:00Z, and (less half a microsecond, which the format rounds to a whole
+    /// one) 10000-01-01T00:00:00Z, in seconds since 1970.
+    static let firstISOSecond = Double(ISO8601.daysFromCivil(0, 1, 1) * 86_400)
+    static let endISOSecond = Double(ISO8601.daysFromCivil(10_000, 1, 1) * 86_400) - 0.000_000_5
+    /// The largest offset the decoder reads: `±99:59`.
+    static let maxOffsetSeconds = 99 * 3600 + 59 * 60
+
+    /// `t` (outside the years 0 to 9999 in UTC) as a local time of year 9999 or 0 at the
+    /// smallest whole-minute offset that makes it one; nil when no offset the decoder reads does.
+    static func formatAtOffset(_ t: Double) -> String? {
+        let reach = Double(maxOffsetSeconds + 1)
+        guard t.isFinite, t >= firstISOSecond - reach, t < endISOSecond + reach else { return nil }
+        var seconds = Int(t.rounded(.down))
+        var micros = Int(((t - Double(seconds)) * 1_000_000).rounded())
+        if micros >= 1_000_000 {
+            seconds += 1
+            micros -= 1_000_000
+        }
+        let first = ISO8601.daysFromCivil(0, 1, 1) * 86_400
+        let end = ISO8601.daysFromCivil(10_000, 1, 1) * 86_400
+        let offset: Int
+        let sign: String
+        if seconds >= end {
+            offset = (seconds - end + 1 + 59) / 60 * 60
+            sign = "-"
+        } else if seconds < first {
+            offset = (first - seconds + 59) / 60 * 60
+            sign = "+"
+        } else {
+            return ISO8601.format(Date(timeIntervalSince1970: t))
+        }
+        guard offset <= maxOffsetSeconds else { return nil }
+        let local = sign == "-" ? seconds - offset : seconds + offset
+        let hours = offset / 3600
+        let minutes = offset / 60 % 60
+        let suffix = sign + (hours < 10 ? "0" : "") + "\(hours):" + (minutes < 10 ? "0" : "") + "\(minutes)"
+        return micros % 1000 == 0
+            ? ISO8601.format(seconds: local, fraction: micros / 1000, digits: 3, suffix: suffix)
+            : ISO8601.format(seconds: local, fraction: micros, digits: 6, suffix: suffix)
+    }
 }
 
 extension JSONValue: FieldValue {

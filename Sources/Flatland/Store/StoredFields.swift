@@ -14,23 +14,60 @@ package enum StoredFields {
     /// The first byte of the encoding: never the first byte of JSON text, nor of UTF-8.
     package static let marker: UInt8 = 0xF1
 
-    /// The present fields of `record`, encoded.
-    package static func encode(_ record: EntityRecord) -> [UInt8] {
+    /// The deepest nesting of objects and arrays a record's fields may have, the fields' own
+    /// object included: the parser's default limit (``JSONLimits/maxDepth``), so whatever a
+    /// response may hold a record may hold, and a reader that recurses per level never meets
+    /// more than that however the bytes were damaged.
+    package static let maxDepth = JSONLimits.default.maxDepth
+
+    /// The present fields of `record`, encoded; nil when they would not read back as they are
+    /// (``unstorable(_:)`` says why): nested deeper than ``maxDepth`` (a value the app made, or
+    /// an ingest whose parser allows more), or holding a value its field's encoder says will
+    /// not (a `Double` that is NaN or infinite, written as `null`; a date outside the years 0
+    /// to 9999, which ISO 8601 text cannot carry).
+    package static func encode(_ record: EntityRecord) -> [UInt8]? {
+        let writer = write(record)
+        return writer.deepestTokenDepth <= maxDepth && writer.unreadableValue == nil ? writer.bytes : nil
+    }
+
+    /// Why ``encode(_:)`` gave nil for `record`, in words; nil when it did not.
+    package static func unstorable(_ record: EntityRecord) -> String? {
+        let writer = write(record)
+        if writer.deepestTokenDepth > maxDepth {
+            return
+                "its fields nest \(writer.deepestTokenDepth) levels deep, more than the \(maxDepth) a store file keeps"
+        }
+        if let value = writer.unreadableValue { return "it holds \(value), which would not read back" }
+        return nil
+    }
+
+    private static func write(_ record: EntityRecord) -> JSONWriter {
         var writer = JSONWriter(tokensWithCapacity: 256, header: marker)
         writer.beginObject()
         record.box.writeFields(to: &writer)
         writer.endObject()
-        return writer.bytes
+        return writer
     }
 
     /// The fields given as a JSON object's text (the format before this one), encoded.
+    ///
+    /// Read with no limit on the length of a string, key or number: the format before wrote
+    /// whatever a record held (an ingest with larger limits, a value upserted by the app), and
+    /// a migration refuses the whole file for one record it cannot read. Nesting is limited to
+    /// ``maxDepth``, as in this encoding.
     package static func encode(json: [UInt8]) throws -> [UInt8] {
-        let value = try JSONValue(parsing: json)
+        let value = try JSONValue(parsing: json, options: migrationParsing)
         guard case .object = value else { throw StoredFieldsError(description: "the fields are not a JSON object") }
         var writer = JSONWriter(tokensWithCapacity: json.count, header: marker)
         writer.value(value)
         return writer.bytes
     }
+
+    /// (4 GiB: more than a SQLite value holds, and far from `Int.max`, where the parser's
+    /// limit arithmetic would overflow.)
+    static let migrationParsing = JSONParserOptions(
+        limits: JSONLimits(
+            maxDepth: maxDepth, maxStringLength: 1 << 32, maxKeyLength: 1 << 32, maxNumberLength: 1 << 32))
 
     /// What is wrong with `fields` as stored in this encoding, or nil when nothing is.
     package static func problem(in fields: [UInt8]) -> String? {
@@ -39,7 +76,8 @@ package enum StoredFields {
     }
 
     /// Reads the encoding into `tokens` (pointing into `bytes`), checking it whole: the marker,
-    /// one object, every length within the bytes, keys where keys belong, containers closed,
+    /// one object, every length within the bytes, keys where keys belong (and nowhere else),
+    /// containers closed and nested at most ``maxDepth`` deep,
     /// strings well-formed UTF-8, numbers JSON numbers, nothing after the end. Returns the
     /// problem, or nil.
     static func scan(_ bytes: UnsafeRawBufferPointer, into tokens: inout [TapeToken]) -> String? {
@@ -64,6 +102,8 @@ package enum StoredFields {
                         ? "a value where a key belongs at byte \(at)" : "a key with no value at byte \(at)"
                 }
                 open[open.count - 1].wantsKey = kind != .key
+            } else if kind == .key {
+                return "a key outside an object at byte \(at)"
             } else if open.isEmpty, tokens.count > 0 {
                 return "bytes after the end at byte \(at)"
             }
@@ -89,8 +129,10 @@ package enum StoredFields {
                     guard JSONTokenEncoding.isValidUTF8(text) else { return "ill-formed UTF-8 at byte \(at)" }
                 }
                 i += length
-            case .beginObject: open.append((object: true, wantsKey: true))
-            case .beginArray: open.append((object: false, wantsKey: false))
+            case .beginObject, .beginArray:
+                // The readers recurse once per level: deeper than a response may nest is damage.
+                guard open.count < maxDepth else { return "nested deeper than \(maxDepth) at byte \(at)" }
+                open.append((object: kind == .beginObject, wantsKey: kind == .beginObject))
             case .endObject, .endArray:
                 guard let top = open.popLast(), top.object == (kind == .endObject) else {
                     return "an unmatched end at byte \(at)"

@@ -23,6 +23,18 @@ public struct JSONWriter: Sendable {
     /// Whether ``bytes`` gets the store's token encoding (``JSONTokenEncoding``) instead of JSON
     /// text.
     package private(set) var writesTokens = false
+    /// In the token encoding: how many containers are open, and the most that were at once.
+    private var tokenDepth = 0
+    package private(set) var deepestTokenDepth = 0
+    /// The first value written that will not read back as it was, in words: a `Double` JSON
+    /// cannot express (NaN, an infinity, written as `null`), or what a caller noted with
+    /// ``noteUnreadable(_:)``. Nil when there was none.
+    package private(set) var unreadableValue: String?
+
+    /// Notes that the value just written will not read back as it was (see ``unreadableValue``).
+    package mutating func noteUnreadable(_ what: @autoclosure () -> String) {
+        if unreadableValue == nil { unreadableValue = what() }
+    }
 
     /// Creates an empty writer.
     public init(pretty: Bool = false, capacity: Int = 256) {
@@ -53,6 +65,13 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: utf8)
     }
 
+    /// A container's begin token, counted in ``deepestTokenDepth``.
+    private mutating func beginToken(_ kind: UInt8) {
+        tokenDepth += 1
+        if tokenDepth > deepestTokenDepth { deepestTokenDepth = tokenDepth }
+        bytes.append(kind)
+    }
+
     private mutating func token(_ kind: UInt8, _ text: String) {
         var text = text
         text.withUTF8 { token(kind, UnsafeRawBufferPointer($0)) }
@@ -64,6 +83,9 @@ public struct JSONWriter: Sendable {
     /// Forgets the output, keeping the buffer's capacity.
     public mutating func reset() {
         bytes.removeAll(keepingCapacity: true)
+        tokenDepth = 0
+        deepestTokenDepth = 0
+        unreadableValue = nil
         needsComma = [false]
         afterKey = false
     }
@@ -85,7 +107,7 @@ public struct JSONWriter: Sendable {
 
     /// Starts an object: `{`.
     public mutating func beginObject() {
-        if writesTokens { return bytes.append(JSONTokenEncoding.beginObject) }
+        if writesTokens { return beginToken(JSONTokenEncoding.beginObject) }
         beforeValue()
         bytes.append(UInt8(ascii: "{"))
         needsComma.append(false)
@@ -93,13 +115,16 @@ public struct JSONWriter: Sendable {
 
     /// Ends an object: `}`.
     public mutating func endObject() {
-        if writesTokens { return bytes.append(JSONTokenEncoding.endObject) }
+        if writesTokens {
+            tokenDepth -= 1
+            return bytes.append(JSONTokenEncoding.endObject)
+        }
         close(UInt8(ascii: "}"))
     }
 
     /// Starts an array: `[`.
     public mutating func beginArray() {
-        if writesTokens { return bytes.append(JSONTokenEncoding.beginArray) }
+        if writesTokens { return beginToken(JSONTokenEncoding.beginArray) }
         beforeValue()
         bytes.append(UInt8(ascii: "["))
         needsComma.append(false)
@@ -107,7 +132,10 @@ public struct JSONWriter: Sendable {
 
     /// Ends an array: `]`.
     public mutating func endArray() {
-        if writesTokens { return bytes.append(JSONTokenEncoding.endArray) }
+        if writesTokens {
+            tokenDepth -= 1
+            return bytes.append(JSONTokenEncoding.endArray)
+        }
         close(UInt8(ascii: "]"))
     }
 
@@ -167,7 +195,12 @@ public struct JSONWriter: Sendable {
     /// A `Double`, in its shortest exact form; NaN and infinities, which JSON cannot express,
     /// are written as `null`.
     public mutating func number(_ value: Double) {
-        if let n = JSONNumber(value) { number(n) } else { null() }
+        if let n = JSONNumber(value) {
+            number(n)
+        } else {
+            noteUnreadable("a number JSON cannot express (\(value))")
+            null()
+        }
     }
 
     /// `true` or `false`.
