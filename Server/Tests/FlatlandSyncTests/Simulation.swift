@@ -79,6 +79,7 @@ final class WireLog: Sendable {
         ClosureFilter { request, next in
             var request = request
             if self.freshConnections { request.headers["Connection"] = "close" }
+            if Simulation.tracing { print("sim wire: sends \(Self.entry(request, status: nil))") }
             do {
                 let response = try await next(request)
                 self.entries.withLock { $0.append(Self.entry(request, status: response.status)) }
@@ -322,9 +323,11 @@ struct Simulation {
 
     /// Whether seeds may have devices killed mid-push and mid-pull, local writes during pulls,
     /// rows updated by another client during paging, and server pages capped below `$top`
-    /// (`FLATLAND_SIM_PAGING=1`). Off in CI: with them on, some seeds of 21…100 end with a
-    /// device missing a row's delete or another client's update (35, 41, both with pages of
-    /// 2) or do not end (63), not yet told apart as the engine's fault or the model's.
+    /// (`FLATLAND_SIM_PAGING=1`). Off in CI: with them on, a few seeds in a hundred do not end
+    /// (on a loaded machine, not alone: 21, 27, 33, 35, 37, 45, 59 in different runs, all with
+    /// kills and kept-alive connections; the trace stops inside a push or after the last
+    /// quiet round), not yet told apart. (Seed 41 and seed 35's row kept live after a
+    /// server-wins 412 on a deleted row were the engine's: fixed, with tests.)
     static let pagingBehaviours = ProcessInfo.processInfo.environment["FLATLAND_SIM_PAGING"] == "1"
 
     static let faultRounds = 4
@@ -416,13 +419,16 @@ struct Simulation {
             }
             guard quiet else { throw fail("not quiet after \(Simulation.quietRounds) rounds without faults") }
             report.conflicts = conflicts.count
+            trace("checks the end state")
             try await check(devices, port: port)
         } catch {
             for device in devices { await device.close() }
             await server.stop()
             throw error
         }
+        trace("closes the devices")
         for device in devices { await device.close() }
+        trace("stops the server")
         await server.stop()
         return report
     }
@@ -505,6 +511,7 @@ struct Simulation {
 
     /// Queues zero to two random faults for the device's next requests.
     private mutating func injectFaults(_ server: SampleServer) {
+        defer { trace("faults pending: \(server.tableFaults.pending)") }
         let writes = ["POST", "PATCH", "DELETE"]
         if random.chance(0.3) {
             server.tableFaults.inject(.loseResponse, method: (writes + ["GET"])[Int(random.next() % 4)])
@@ -532,6 +539,7 @@ struct Simulation {
         _ device: SimDevice, server: SampleServer, port: Int, faults: Bool, handler: @escaping ConflictHandler,
         conflicts: Counter
     ) async throws -> Int {
+        trace("device \(device.number) meets the server")
         let gone = try device.sync.failedOperations().filter { $0.status == 404 || $0.status == 410 }
         for operation in gone { try device.sync.cancel(operation.sequence) }
         if !gone.isEmpty { _ = try await device.table.reconcile(by: .listing) }
@@ -551,6 +559,7 @@ struct Simulation {
             }
         }
         _ = device.wire.drain()
+        trace("device \(device.number) starts a push")
 
         // Sometimes the first operation's request is held at the server while the device edits
         // that row (and others) locally: the edits are queued behind it, never lost.
@@ -692,6 +701,7 @@ struct Simulation {
     /// it committed).
     private mutating func pullStep(_ device: SimDevice, server: SampleServer, port: Int, faults: Bool) async throws {
         report.pulls += 1
+        trace("device \(device.number) starts a pull")
         let holds = faults && (editsDuringPulls || updatesDuringPaging) && random.chance(0.4)
         let kill = faults && kills && !holds && random.chance(0.15)
         if holds {

@@ -94,7 +94,9 @@ struct SimulationTests {
         return .failure(SimulationFailure(seed: seed, message: "no result"))
     }
 
-    static let deadline = Duration.seconds(180)
+    /// 180 seconds, or `FLATLAND_SIM_DEADLINE` seconds.
+    static let deadline = Duration.seconds(
+        ProcessInfo.processInfo.environment["FLATLAND_SIM_DEADLINE"].flatMap { Int($0) } ?? 180)
 
     /// A seed replays: a seed whose run depends on nothing but the seed (see
     /// ``Simulation/replaysExactly``) makes the same local writes and meets the same faults when

@@ -586,6 +586,28 @@ extension SyncContext {
                 outcome.result = .resolved
                 return .next
             }
+            if let serverItem, let name = engine.wireName(.deleted), case .bool(true)? = serverItem[name] {
+                // The server keeps the row deleted (a 412 that brings the deleted row): it goes
+                // locally with every operation of it. Taken as an answer it stayed as a live
+                // row, which no pull whose key had passed the delete removed.
+                var change = StoreChange()
+                change.remove(storeID)
+                let table = operation.table
+                let item = operation.itemID
+                let removed = try? await commitQueued(change) { db in
+                    for queued in try SyncQueue.operations(db, table: table, itemID: item)
+                    where queued.sequence >= sequence {
+                        try SyncQueue.remove(db, sequence: queued.sequence)
+                    }
+                }
+                if removed == nil {
+                    await record(error, sequence: sequence, serverItem: serverItem)
+                    outcome.result = .conflict
+                    return .next
+                }
+                outcome.result = .resolved
+                return .next
+            }
             if let serverItem {
                 // As an answer: the server's row, or only its system properties when a later
                 // local change is queued behind (that change is newer than the conflict).
