@@ -594,7 +594,7 @@ extension SyncContext {
                 change.remove(storeID)
                 let table = operation.table
                 let item = operation.itemID
-                let removed = try? await commitQueued(change) { db in
+                let removed: Void? = try? await commitQueued(change) { db in
                     for queued in try SyncQueue.operations(db, table: table, itemID: item)
                     where queued.sequence >= sequence {
                         try SyncQueue.remove(db, sequence: queued.sequence)
