@@ -566,27 +566,28 @@ extension SyncContext {
             outcome.result = .conflict
             return .abort("the conflict handler stopped the push at operation \(sequence)")
         case .serverWins:
+            // Each way of taking the server's side commits once; a commit refused leaves the
+            // conflict recorded.
+            let committed: Bool
+            let serverKeepsItDeleted =
+                serverItem.map { item in
+                    guard let name = engine.wireName(.deleted), case .bool(true)? = item[name] else { return false }
+                    return true
+                } ?? false
             if operation.kind == .delete, let serverItem {
                 // The local delete is refused: the server's row comes back locally (its answer
                 // path takes no row for a delete), unless the server keeps it deleted. Left
                 // deleted locally, a pull whose key had passed the row never brought it back.
                 var change = StoreChange()
-                if let name = engine.wireName(.deleted), case .bool(true)? = serverItem[name] {
+                if serverKeepsItDeleted {
                     change.remove(storeID)
                 } else {
                     var fields = serverItem
                     fields["id"] = nil
                     change.upsert(id: storeID, fields: fields)
                 }
-                if (try? await commitSettling(change, dropping: sequence)) == nil {
-                    await record(error, sequence: sequence, serverItem: serverItem)
-                    outcome.result = .conflict
-                    return .next
-                }
-                outcome.result = .resolved
-                return .next
-            }
-            if let serverItem, let name = engine.wireName(.deleted), case .bool(true)? = serverItem[name] {
+                committed = (try? await commitSettling(change, dropping: sequence)) != nil
+            } else if serverKeepsItDeleted {
                 // The server keeps the row deleted (a 412 that brings the deleted row): it goes
                 // locally with every operation of it. Taken as an answer it stayed as a live
                 // row, which no pull whose key had passed the delete removed.
@@ -600,36 +601,21 @@ extension SyncContext {
                         try SyncQueue.remove(db, sequence: queued.sequence)
                     }
                 }
-                if removed == nil {
-                    await record(error, sequence: sequence, serverItem: serverItem)
-                    outcome.result = .conflict
-                    return .next
-                }
-                outcome.result = .resolved
-                return .next
-            }
-            if let serverItem {
+                committed = removed != nil
+            } else if let serverItem {
                 // As an answer: the server's row, or only its system properties when a later
                 // local change is queued behind (that change is newer than the conflict).
                 let answer = WriteAnswer(status: error.status ?? 0, row: serverItem)
-                if (try? await commitAnswers([(operation, answer)], engine: engine)) == nil {
-                    await record(error, sequence: sequence, serverItem: serverItem)
-                    outcome.result = .conflict
-                    return .next
-                }
-                outcome.result = .resolved
-                return .next
-            }
-            var change = StoreChange()
-            if gone {
+                committed = (try? await commitAnswers([(operation, answer)], engine: engine)) != nil
+            } else if gone {
                 // The server has no such row: neither has the device now.
+                var change = StoreChange()
                 change.remove(storeID)
+                committed = (try? await commitSettling(change, dropping: sequence)) != nil
             } else {
-                await record(error, sequence: sequence, serverItem: serverItem)
-                outcome.result = .conflict
-                return .next
+                committed = false
             }
-            if (try? await commitSettling(change, dropping: sequence)) == nil {
+            guard committed else {
                 await record(error, sequence: sequence, serverItem: serverItem)
                 outcome.result = .conflict
                 return .next
