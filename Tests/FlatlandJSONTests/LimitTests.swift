@@ -56,6 +56,19 @@ import Testing
         check(long.bytes, .default, code: nil)
     }
 
+    /// Limits of `Int.max` mean "no limit": the offsets the scanner adds to them must not
+    /// overflow (they trapped before).
+    @Test func limitsOfIntMaxMeanNoLimit() {
+        let unlimited = JSONLimits(
+            maxDepth: .max, maxStringLength: .max, maxKeyLength: .max, maxNumberLength: .max, maxTotalBytes: .max)
+        let long = String(repeating: "x", count: 300)
+        check(#"{"\#(long)":["\#(long)", "a\n\u00e9", 12345678901234567890, [[{}]]]}"#.bytes, unlimited, code: nil)
+        check(#"["unterminated"#.bytes, unlimited, code: .truncated)
+        var mixed = unlimited
+        mixed.maxStringLength = 8
+        check(#"["123456789"]"#.bytes, mixed, code: .limit, at: 10)
+    }
+
     @Test func keyLength() {
         let limits = JSONLimits(maxKeyLength: 4)
         check(#"{"abcd":"a long string value"}"#.bytes, limits, code: nil)

@@ -1,4 +1,5 @@
 import Foundation
+import FlatlandJSON
 import Testing
 
 @_spi(FlatlandInternal) @testable import Flatland
@@ -35,6 +36,22 @@ struct ISO8601FormatTests {
                 }
             }
         }
+    }
+
+    /// A date with no calendar year (NaN, an infinity, past `Int`'s seconds) in JSON text, as
+    /// a request body writes it: `null`, noted as unreadable, never a trap (it trapped converting
+    /// the seconds to `Int`). Years past 9999 are still written, padded.
+    @Test func aDateWithNoCalendarYearIsWrittenAsNullInJSONText() throws {
+        for t in [Double.nan, .infinity, -.infinity, 1e300, -1e19] {
+            var writer = JSONWriter()
+            Date(timeIntervalSince1970: t).encode(to: &writer)
+            #expect(String(decoding: writer.bytes, as: UTF8.self) == "null", "\(t)")
+            #expect(writer.unreadableValue != nil, "\(t)")
+        }
+        var writer = JSONWriter()
+        Date(timeIntervalSince1970: 253_402_300_800).encode(to: &writer)
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == #""10000-01-01T00:00:00.000Z""#)
+        #expect(writer.unreadableValue == nil)
     }
 
     @Test func aDateReadsBackFromItsText() throws {

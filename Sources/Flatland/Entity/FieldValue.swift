@@ -181,6 +181,13 @@ extension Date: FieldValue {
     public func encode(to writer: inout JSONWriter) {
         let t = timeIntervalSince1970
         guard writer.writesTokens, !(t >= Self.firstISOSecond && t < Self.endISOSecond) else {
+            // JSON text (a request body) writes years past 9999 and before 0 padded; a date with
+            // no calendar year at all (not finite, or past a million millennia) is written as
+            // `null`, as a `Double` JSON cannot express is.
+            guard t.isFinite, abs(t) < Self.formattableSeconds else {
+                writer.noteUnreadable("a date with no calendar year (\(t) s since 1970)")
+                return writer.null()
+            }
             return writer.string(ISO8601.format(self))
         }
         // In a store's record, a date the text of a four-digit year in UTC cannot carry: one a
@@ -196,6 +203,9 @@ extension Date: FieldValue {
     /// one) 10000-01-01T00:00:00Z, in seconds since 1970.
     static let firstISOSecond = Double(ISO8601.daysFromCivil(0, 1, 1) * 86_400)
     static let endISOSecond = Double(ISO8601.daysFromCivil(10_000, 1, 1) * 86_400) - 0.000_000_5
+    /// Seconds since 1970 beyond which a date is not formatted (about 31 billion years): the
+    /// calendar arithmetic stays far from `Int`'s limits.
+    static let formattableSeconds = 1e18
     /// The largest offset the decoder reads: `±99:59`.
     static let maxOffsetSeconds = 99 * 3600 + 59 * 60
 

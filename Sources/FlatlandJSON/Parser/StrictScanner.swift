@@ -90,9 +90,12 @@ struct StrictScanner {
         allowComments = options.allowComments
         validateUTF8 = !options.replaceInvalidUTF8
         maxDepth = max(0, options.limits.maxDepth)
-        maxStringLength = max(0, options.limits.maxStringLength)
-        maxKeyLength = max(0, options.limits.maxKeyLength)
-        maxNumberLength = max(0, options.limits.maxNumberLength)
+        // Clamped to 2^60, more bytes than any input can hold, so that the offsets added to them
+        // below cannot overflow: a limit of `Int.max` means "no limit".
+        func clamped(_ limit: Int) -> Int { min(max(0, limit), 1 << 60) }
+        maxStringLength = clamped(options.limits.maxStringLength)
+        maxKeyLength = clamped(options.limits.maxKeyLength)
+        maxNumberLength = clamped(options.limits.maxNumberLength)
         // A string or number that starts and ends in one block is shorter than 64 bytes, so with
         // limits of at least 64 a block only checks what crosses its edges. Comments need the
         // states.
