@@ -156,6 +156,10 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
     }
 
     /// The collection of a row, with its items.
+    /// How many empty positions a collection stored as rows may have after its last item
+    /// before its length is taken for damage.
+    static let maxTrailingEmptyPositions = 1 << 20
+
     static func collection(_ db: Database, _ row: CollectionRow) throws -> EntityCollection {
         let kind: EntityCollection.Kind
         let positions: CollectionPositions?
@@ -169,11 +173,19 @@ final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
             return EntityCollection(
                 id: row.id, displayIdentifier: row.display, kind: kind, positions: positions, total: row.total)
         }
-        // Written before schema version 3: a row per position.
-        var items = [String?](repeating: nil, count: max(row.length, 0))
+        // Written before schema version 3: a row per position, and the list's length (its
+        // `items.count`, trailing empty positions included). A length far past the last item
+        // is damage, not a list the library made: allocating it would exhaust memory.
         let positioned = try RawStatement.all(
             db, "SELECT position, item FROM collection_items WHERE seq = ?", [row.seq]
         ) { ($0.int(0), $0.text(1)) }
+        let last = positioned.reduce(-1) { max($0, $1.0) }
+        guard row.length >= 0, row.length - Self.maxTrailingEmptyPositions - 1 <= last else {
+            throw DatabaseError(
+                resultCode: .SQLITE_CORRUPT,
+                message: "collection \(row.id) (stored as rows) has length \(row.length), its last item is at \(last)")
+        }
+        var items = [String?](repeating: nil, count: row.length)
         for (position, item) in positioned where position >= 0 && position < items.count { items[position] = item }
         return EntityCollection(id: row.id, displayIdentifier: row.display, kind: kind, items: items, total: row.total)
     }

@@ -94,6 +94,46 @@ struct CollectionFormatTests {
         #expect(merged.total == 10)
     }
 
+    /// A collection of an old file (a row per position) whose length is damaged — negative, or
+    /// far past its last item — is a `corrupt` error naming the file, not an allocation of that
+    /// many positions (2^40 trapped before) nor a wrong list.
+    @Test(arguments: [-1, 1 << 40, 4 + (1 << 20) + 1])
+    func aDamagedLengthOfACollectionStoredAsRowsIsCorrupt(length: Int) throws {
+        let path = Scratch.path()
+        defer { Scratch.remove(path) }
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: FileTests.version1)
+            try db.execute(
+                sql: """
+                    INSERT INTO collections (seq, id, display, kind, total, length, touched)
+                    VALUES (1, 'c-old', '/old', 'endpoint', 10, ?, 1);
+                    INSERT INTO collection_items (seq, position, item) VALUES (1, 0, 'x-1'), (1, 3, 'x-4');
+                    """, arguments: [length])
+        }
+        try queue.close()
+        do {
+            let persistence = try SQLitePersistence(path: path)
+            defer { persistence.close() }
+            let error = #expect(throws: SQLiteStoreError.self) {
+                _ = try persistence.collection(displayIdentifier: "/old")
+            }
+            #expect(error?.code == .corrupt)
+            #expect(error?.path == path)
+        }
+        // The longest length that is not damage still loads.
+        let fine = try DatabaseQueue(path: path)
+        try fine.write { db in
+            try db.execute(sql: "UPDATE collections SET length = ?", arguments: [4 + (1 << 20)])
+        }
+        try fine.close()
+        let reopened = try SQLitePersistence(path: path)
+        defer { reopened.close() }
+        let loaded = try #require(try reopened.collection(displayIdentifier: "/old"))
+        #expect(loaded.items.count == 4 + (1 << 20))
+        #expect(loaded.items.prefix(4) == ["x-1", nil, nil, "x-4"])
+    }
+
     /// A damaged blob is a `corrupt` error naming the file, not a crash or a wrong list.
     @Test(
         arguments: [
