@@ -1,5 +1,5 @@
-import Foundation
 import FlatlandJSON
+import Foundation
 import Testing
 
 @_spi(FlatlandInternal) @testable import Flatland
