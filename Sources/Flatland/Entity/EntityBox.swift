@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 /// One entity's data: a response's draft while the response streams, then, once applied, the
 /// store's record. A stored box is never mutated again (an update stores a new box), so

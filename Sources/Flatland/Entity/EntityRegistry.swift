@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 /// Maps id prefixes to entity types. Filled explicitly: there is no runtime scanning.
 ///

@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 // Events: the parser's calls, through ``IngestorEvents``, and the frames they open and close.
 extension Ingestor {

@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 // Fields: an entity's members decoded into its draft.
 extension Ingestor {

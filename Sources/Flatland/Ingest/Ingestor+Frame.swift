@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 extension Ingestor {
     enum Kind: UInt8 { case object, array, entity }

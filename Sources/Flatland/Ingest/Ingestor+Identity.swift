@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 // Identity: deciding whether an object is an entity, and of which type.
 extension Ingestor {

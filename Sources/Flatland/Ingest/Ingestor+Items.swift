@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 // Items: what the top level, the task's collection and the parent frames receive as entities end.
 extension Ingestor {

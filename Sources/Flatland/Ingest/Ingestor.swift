@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 /// The one recursive, streaming walk from parser events to store changes.
 ///

@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 /// The changes one response makes, gathered while it streams and applied at its end, all at
 /// once or not at all.

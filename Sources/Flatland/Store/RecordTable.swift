@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 /// Records by id, kept in one array in the order they were added, with a hash index of
 /// positions into it. A response's batch gathers its drafts here and an empty in-memory store

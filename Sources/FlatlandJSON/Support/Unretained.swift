@@ -1,6 +1,8 @@
 /// A reference to an object that does not retain it, and lends the object to a closure without
 /// a retain and release around the call.
 ///
+/// (SPI: `package` declarations are not inlined into other modules, `public` ones are.)
+///
 /// This is the one type of the package that reaches an object through `Unmanaged`; the hot
 /// paths that must not pay for reference counting (the parser's callbacks, the ingestor's
 /// events, entity types and drafts while a response streams in, a record table's index slots)
@@ -17,7 +19,7 @@
 /// weak reference to it, and every use traps if the object is gone. A value rebuilt from an
 /// address (``init(address:)``), which has nothing to check against, is checked where the
 /// address was taken.
-package struct Unretained<Object: AnyObject> {
+@_spi(FlatlandInternal) public struct Unretained<Object: AnyObject> {
     @usableFromInline let unmanaged: Unmanaged<Object>
     #if DEBUG
         @usableFromInline weak var debugObject: Object?
@@ -26,10 +28,11 @@ package struct Unretained<Object: AnyObject> {
 
     /// A reference to `object`, which the caller keeps alive for as long as the value is used.
     @inlinable @inline(__always)
-    package init(_ object: Object) {
-        unmanaged = .passUnretained(object)
+    public init(_ object: borrowing Object) {
+        // Borrowed: an owned parameter would cost the caller a retain and a release.
+        unmanaged = .passUnretained(copy object)
         #if DEBUG
-            debugObject = object
+            debugObject = copy object
             debugChecked = true
         #endif
     }
@@ -37,7 +40,7 @@ package struct Unretained<Object: AnyObject> {
     /// The object at `address` (an ``address`` taken earlier), which is alive for as long as
     /// the value is used.
     @inlinable @inline(__always)
-    package init(address: UnsafeRawPointer) {
+    public init(address: UnsafeRawPointer) {
         unmanaged = .fromOpaque(address)
         #if DEBUG
             debugObject = nil
@@ -47,11 +50,11 @@ package struct Unretained<Object: AnyObject> {
 
     /// The object's address: for a C context pointer, or a slot that stores it as bits.
     @inlinable @inline(__always)
-    package var address: UnsafeMutableRawPointer { unmanaged.toOpaque() }
+    public var address: UnsafeMutableRawPointer { unmanaged.toOpaque() }
 
     /// Calls `body` with the object, borrowed: no retain or release around the call.
-    @inlinable @inline(__always)
-    package func with<Result>(_ body: (Object) throws -> Result) rethrows -> Result {
+    @_transparent
+    public func with<Result>(_ body: (Object) throws -> Result) rethrows -> Result {
         #if DEBUG
             precondition(!debugChecked || debugObject != nil, "an Unretained \(Object.self) outlived its object")
         #endif
@@ -60,7 +63,7 @@ package struct Unretained<Object: AnyObject> {
 
     /// The object, retained by the caller from here on.
     @inlinable @inline(__always)
-    package var object: Object {
+    public var object: Object {
         #if DEBUG
             precondition(!debugChecked || debugObject != nil, "an Unretained \(Object.self) outlived its object")
         #endif
@@ -69,7 +72,7 @@ package struct Unretained<Object: AnyObject> {
 
     /// Whether both refer to the same object.
     @inlinable @inline(__always)
-    package func refers(to other: Unretained<Object>) -> Bool { unmanaged.toOpaque() == other.unmanaged.toOpaque() }
+    public func refers(to other: Unretained<Object>) -> Bool { unmanaged.toOpaque() == other.unmanaged.toOpaque() }
 }
 
 extension Unretained: Sendable where Object: Sendable {}
