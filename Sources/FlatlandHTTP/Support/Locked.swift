@@ -10,7 +10,9 @@ final class Locked<Value>: Sendable {
 
     init(_ value: sending Value) { mutex = Mutex(value) }
 
-    func withLock<Result, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E) -> sending Result {
+    func withLock<Result, E: Error>(_ body: (inout sending Value) throws(E) -> sending Result) throws(E)
+        -> sending Result
+    {
         try mutex.withLock(body)
     }
 }
