@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 /// One entity's data: a response's draft while the response streams, then, once applied, the
 /// store's record. A stored box is never mutated again (an update stores a new box), so
@@ -52,7 +52,7 @@ class EntityBox: @unchecked Sendable {
     final func decode(field index: Int, from reader: inout FieldReader, type: EntityType) throws(FieldError) {
         let storage = valueStorage(type: type)
         var failure: FieldError?
-        type.fieldBoxes[index]._withUnsafeGuaranteedRef { box in
+        type.fieldBoxes[index].with { box in
             do throws(FieldError) { try box.decode(&reader, storage) } catch { failure = error }
         }
         if let failure { throw failure }
@@ -63,7 +63,7 @@ class EntityBox: @unchecked Sendable {
     /// type). Valid while the box lives; it is never moved.
     @inline(__always)
     final func valueStorage(type: EntityType) -> UnsafeMutableRawPointer {
-        UnsafeMutableRawPointer(Unmanaged.passUnretained(self).toOpaque()) + type.valueOffset
+        UnsafeMutableRawPointer(Unretained(self).address) + type.valueOffset
     }
     /// Sets a member (untyped boxes).
     func set(member key: String, value: JSONValue) {}
@@ -113,7 +113,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
     /// measured once by the entity's type (``EntityBox/valueStorage(type:)``).
     var valueOffset: Int {
         withUnsafeMutablePointer(to: &value) {
-            UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()).distance(to: UnsafeRawPointer($0))
+            UnsafeRawPointer(Unretained(self).address).distance(to: UnsafeRawPointer($0))
         }
     }
 
@@ -129,7 +129,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         let fillOnly = fillsOnly(from: other)
         other.present.forEach { i in
             if fillOnly, present.contains(i) { return }
-            type.fieldBoxes[i]._withUnsafeGuaranteedRef { $0.copy(source, destination) }
+            type.fieldBoxes[i].with { $0.copy(source, destination) }
         }
         present.formUnion(other.present)
         if let v = other.dataVersion { dataVersion = v }
@@ -146,7 +146,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         let fillOnly = fillsOnly(from: draft)
         draft.present.forEach { i in
             if !present.contains(i)
-                || (!fillOnly && !type.fieldBoxes[i]._withUnsafeGuaranteedRef({ $0.equal(incoming, current) }))
+                || (!fillOnly && !type.fieldBoxes[i].with({ $0.equal(incoming, current) }))
             {
                 changed.insert(i)
             }
@@ -158,7 +158,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         var next = value
         withUnsafeMutablePointer(to: &next) { p in
             let destination = UnsafeMutableRawPointer(p)
-            changed.forEach { i in type.fieldBoxes[i]._withUnsafeGuaranteedRef { $0.copy(incoming, destination) } }
+            changed.forEach { i in type.fieldBoxes[i].with { $0.copy(incoming, destination) } }
         }
         var nextPresent = present
         nextPresent.formUnion(draft.present)
@@ -177,7 +177,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         let storage = UnsafeRawPointer(valueStorage(type: type))
         present.forEach { i in
             writer.key(type.fieldKeys[i])
-            type.fieldBoxes[i]._withUnsafeGuaranteedRef { $0.encode(storage, &writer) }
+            type.fieldBoxes[i].with { $0.encode(storage, &writer) }
         }
     }
 
@@ -185,7 +185,7 @@ final class TypedBox<E: Entity>: EntityBox, @unchecked Sendable {
         let type = entityType
         let storage = UnsafeRawPointer(valueStorage(type: type))
         writer.key(type.fieldKeys[index])
-        type.fieldBoxes[index]._withUnsafeGuaranteedRef { $0.encode(storage, &writer) }
+        type.fieldBoxes[index].with { $0.encode(storage, &writer) }
     }
 }
 

@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 /// Maps id prefixes to entity types. Filled explicitly: there is no runtime scanning.
 ///
@@ -90,7 +90,7 @@ class EntityType: @unchecked Sendable {
     /// (`ownedFieldBoxes` keeps them): called through a borrowed box, a decoder runs without
     /// its context retained and released around every value, as it is when called out of an
     /// array.
-    let fieldBoxes: UnsafeMutablePointer<Unmanaged<FieldBox>>
+    let fieldBoxes: UnsafeMutablePointer<Unretained<FieldBox>>
     private let ownedFieldBoxes: [FieldBox]
     /// `prefix.name` of each secondary index, made once.
     let indexKeys: [String]
@@ -117,7 +117,7 @@ class EntityType: @unchecked Sendable {
         self.fieldsReadByIndexes = fieldsReadByIndexes
         ownedFieldBoxes = fields
         fieldBoxes = .allocate(capacity: max(1, fields.count))
-        fieldBoxes.initialize(from: fields.map { .passUnretained($0) }, count: fields.count)
+        fieldBoxes.initialize(from: fields.map { Unretained($0) }, count: fields.count)
         self.indexKeys = indexKeys
         self.indexValues = indexValues
         self.prefix = prefix
@@ -146,6 +146,7 @@ class EntityType: @unchecked Sendable {
         fieldKeyBytes.deallocate()
         fieldKeySpans.deallocate()
         fieldTable.deallocate()
+        fieldBoxes.deinitialize(count: ownedFieldBoxes.count)
         fieldBoxes.deallocate()
     }
 

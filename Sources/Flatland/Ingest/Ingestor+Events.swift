@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 // Events: the parser's calls, through ``IngestorEvents``, and the frames they open and close.
 extension Ingestor {
@@ -188,17 +188,17 @@ extension Ingestor {
 final class IngestorEvents: JSONEventHandler {
     /// Unretained, and used without retaining it for each event (an `unowned(unsafe)` reference
     /// would still be retained around every call).
-    let ingestor: Unmanaged<Ingestor>
+    let ingestor: Unretained<Ingestor>
 
-    init(_ ingestor: Ingestor) { self.ingestor = .passUnretained(ingestor) }
+    init(_ ingestor: Ingestor) { self.ingestor = Unretained(ingestor) }
 
-    func beginObject() throws { try ingestor._withUnsafeGuaranteedRef { try $0.beginObject() } }
-    func endObject() throws { try ingestor._withUnsafeGuaranteedRef { try $0.endObject() } }
-    func beginArray() throws { try ingestor._withUnsafeGuaranteedRef { try $0.beginArray() } }
-    func endArray() throws { try ingestor._withUnsafeGuaranteedRef { try $0.endArray() } }
-    func key(_ key: JSONBytes) throws { try ingestor._withUnsafeGuaranteedRef { try $0.key(key) } }
-    func string(_ value: JSONBytes) throws { try ingestor._withUnsafeGuaranteedRef { try $0.string(value) } }
-    func number(_ value: JSONNumberText) throws { try ingestor._withUnsafeGuaranteedRef { try $0.number(value) } }
-    func bool(_ value: Bool) throws { try ingestor._withUnsafeGuaranteedRef { try $0.bool(value) } }
-    func null() throws { try ingestor._withUnsafeGuaranteedRef { try $0.null() } }
+    func beginObject() throws { try ingestor.with { try $0.beginObject() } }
+    func endObject() throws { try ingestor.with { try $0.endObject() } }
+    func beginArray() throws { try ingestor.with { try $0.beginArray() } }
+    func endArray() throws { try ingestor.with { try $0.endArray() } }
+    func key(_ key: JSONBytes) throws { try ingestor.with { try $0.key(key) } }
+    func string(_ value: JSONBytes) throws { try ingestor.with { try $0.string(value) } }
+    func number(_ value: JSONNumberText) throws { try ingestor.with { try $0.number(value) } }
+    func bool(_ value: Bool) throws { try ingestor.with { try $0.bool(value) } }
+    func null() throws { try ingestor.with { try $0.null() } }
 }

@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 // Fields: an entity's members decoded into its draft.
 extension Ingestor {
@@ -14,7 +14,7 @@ extension Ingestor {
         var hint = frames[t].lastField &+ 1
         if !looksForVersionKeys, let type = frames[t].type {
             // (A type may declare a field under the id's key: the id wins, below.)
-            if type._withUnsafeGuaranteedRef({ $0.isField(hint, named: key) }),
+            if type.with({ $0.isField(hint, named: key) }),
                 key.count != idKeyLength || !isIDKey(key)
             {
                 frames[t].member = .field(Int32(truncatingIfNeeded: hint))
@@ -27,7 +27,7 @@ extension Ingestor {
         // type, unretained.)
         if !looksForVersionKeys {
             frames[t].isVersion = false
-        } else if let own = frames[t].type?._withUnsafeGuaranteedRef({ $0.dataVersionKeyBytes }) {
+        } else if let own = frames[t].type?.with({ $0.dataVersionKeyBytes }) {
             frames[t].isVersion = own.withUnsafeBytes { JSONBytes(unsafeBuffer: key).equals($0) }
         } else if let versionKey {
             frames[t].isVersion = versionKey.withUnsafeBytes { JSONBytes(unsafeBuffer: key).equals($0) }
@@ -37,7 +37,7 @@ extension Ingestor {
         if key.count == idKeyLength, isIDKey(key) {
             frames[t].member = .id
         } else if let type = frames[t].type {
-            if let i = type._withUnsafeGuaranteedRef({ $0.fieldIndex(JSONBytes(unsafeBuffer: key), hint: hint) }) {
+            if let i = type.with({ $0.fieldIndex(JSONBytes(unsafeBuffer: key), hint: hint) }) {
                 frames[t].member = .field(Int32(truncatingIfNeeded: i))
                 frames[t].lastField = i
             } else {
@@ -114,14 +114,14 @@ extension Ingestor {
             guard let type = frames[e].type else { return }
             let field = Int(index)
             // A draft decoded into again may change what its indexes read after the batch read it.
-            if frames[e].reused, type._withUnsafeGuaranteedRef({ $0.fieldsReadByIndexes.contains(field) }) {
+            if frames[e].reused, type.with({ $0.fieldsReadByIndexes.contains(field) }) {
                 batch.indexedValuesWillChange(frames[e].draft.unsafelyUnwrapped)
             }
             // The frame keeps the draft alive, the registry its type: no retain and release
             // around every value.
             var failure: FieldError?
-            Unmanaged.passUnretained(frames[e].draft.unsafelyUnwrapped)._withUnsafeGuaranteedRef { draft in
-                type._withUnsafeGuaranteedRef { type in
+            Unretained(frames[e].draft.unsafelyUnwrapped).with { draft in
+                type.with { type in
                     do throws(FieldError) {
                         try draft.decode(field: field, from: &reader, type: type)
                     } catch { failure = error }

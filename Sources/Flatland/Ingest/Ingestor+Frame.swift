@@ -1,3 +1,5 @@
+@_spi(FlatlandInternal) import FlatlandJSON
+
 extension Ingestor {
     enum Kind: UInt8 { case object, array, entity }
 
@@ -85,7 +87,7 @@ extension Ingestor {
         /// Entity frames.
         var draft: EntityBox?
         /// Entity frames: the draft's type, unretained (the registry keeps every type alive).
-        var type: Unmanaged<EntityType>?
+        var type: Unretained<EntityType>?
         /// The draft is one the batch already holds for this id, decoded into again.
         var reused = false
         /// Entity frames: what the current member is.

@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 // Identity: deciding whether an object is an entity, and of which type.
 extension Ingestor {
@@ -65,15 +65,15 @@ extension Ingestor {
     /// For the id `bytes` of an entity of `type` (left in `lastType`): its ``RecordKey`` hash,
     /// and the batch's draft for it when that may be decoded into again as it is (the
     /// conditions ``decide(_:atEnd:found:idHash:)`` would check).
-    func reusableDraft(id bytes: UnsafeRawBufferPointer, type: Unmanaged<EntityType>) -> (
+    func reusableDraft(id bytes: UnsafeRawBufferPointer, type: Unretained<EntityType>) -> (
         draft: EntityBox?, hash: Int
     ) {
         lastType = type
         let hash = idHash(
             UnsafeBufferPointer(start: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), count: bytes.count))
-        guard mergeInPlace, type._withUnsafeGuaranteedRef({ $0.dataVersionKey == nil }),
+        guard mergeInPlace, type.with({ $0.dataVersionKey == nil }),
             let existing = batch.draft(id: bytes, hash: hash), !existing.isOpen,
-            existing.type === type.takeUnretainedValue()
+            existing.type === type.object
         else { return (nil, hash) }
         return (existing, hash)
     }
@@ -94,7 +94,7 @@ extension Ingestor {
         } else if let idHash, frames[t].firstIDValue != nil, let type = lastType {
             // The id moves from the frame into the draft's key.
             let id = frames[t].firstIDValue.take().unsafelyUnwrapped
-            draft = type._withUnsafeGuaranteedRef { $0.makeDraft(key: RecordKey(id, hash: idHash)) }
+            draft = type.with { $0.makeDraft(key: RecordKey(id, hash: idHash)) }
         } else if let identity = resolve(t) {
             if let type = entityType(forPrefix: identity.prefix) {
                 let key = RecordKey(identity.id)
@@ -144,7 +144,7 @@ extension Ingestor {
         if frames[t].provisionalSlice != nil { frames[t].provisionalSlice = nil }
         frames[t].kind = .entity
         draft.isOpen = true
-        frames[t].type = draft.type.map { .passUnretained($0) }
+        frames[t].type = draft.type.map { Unretained($0) }
         frames[t].draft = consume draft
         frames[t].reused = reused
         frames[t].records = false
@@ -164,7 +164,7 @@ extension Ingestor {
     /// usual entity begins with its id, and replaying that member would set nothing.
     func onlyIDMember(since mark: EventTape.Mark, of t: Int) -> Bool {
         guard let idKey, tape.tokenCount == mark.tokens + 3, !idKeyIsVersionKey,
-            frames[t].type?._withUnsafeGuaranteedRef({ $0.dataVersionKeyBytes != idKey }) ?? true
+            frames[t].type?.with({ $0.dataVersionKeyBytes != idKey }) ?? true
         else { return false }
         let key = tape.token(mark.tokens + 1)
         guard key.kind == .key else { return false }
@@ -214,7 +214,7 @@ extension Ingestor {
             let known = id.withUTF8 { knownType(ofID: UnsafeRawBufferPointer($0)) }
             if let known {
                 lastType = known
-                return ResolvedIdentity(id: id, prefix: known.takeUnretainedValue().prefix)
+                return ResolvedIdentity(id: id, prefix: known.object.prefix)
             }
             guard let prefix = EntityIDFormat.prefix(of: id) else { return nil }
             return ResolvedIdentity(id: id, prefix: prefix)
@@ -239,20 +239,20 @@ extension Ingestor {
 
     /// The registered type whose prefix the id in `bytes` has, matched on the bytes, the last
     /// one first (runs of one type are common), without making a prefix string or hashing one.
-    func knownType(ofID bytes: UnsafeRawBufferPointer) -> Unmanaged<EntityType>? {
-        if let cached = lastType, cached._withUnsafeGuaranteedRef({ $0.isPrefix(ofID: bytes) }) { return cached }
+    func knownType(ofID bytes: UnsafeRawBufferPointer) -> Unretained<EntityType>? {
+        if let cached = lastType, cached.with({ $0.isPrefix(ofID: bytes) }) { return cached }
         guard knownTypes.count <= 16 else { return nil }
-        return knownTypes.first { $0.isPrefix(ofID: bytes) }.map { .passUnretained($0) }
+        return knownTypes.first { $0.isPrefix(ofID: bytes) }.map { Unretained($0) }
     }
 
     /// The registered type for `prefix`, with the last lookup remembered (runs of one type are
     /// common).
     func entityType(forPrefix prefix: String) -> EntityType? {
-        if let cached = lastType, cached._withUnsafeGuaranteedRef({ $0.prefix == prefix }) {
-            return cached.takeUnretainedValue()
+        if let cached = lastType, cached.with({ $0.prefix == prefix }) {
+            return cached.object
         }
         let type = registry.type(forPrefix: prefix)
-        lastType = type.map { .passUnretained($0) }
+        lastType = type.map { Unretained($0) }
         return type
     }
 }

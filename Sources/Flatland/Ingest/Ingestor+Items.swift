@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 // Items: what the top level, the task's collection and the parent frames receive as entities end.
 extension Ingestor {
@@ -80,7 +80,7 @@ extension Ingestor {
         )
         // The popped frame keeps the draft alive until the next push: borrowed, not retained.
         guard frames.popped.draft != nil else { return }
-        try Unmanaged.passUnretained(frames.popped.draft.unsafelyUnwrapped)._withUnsafeGuaranteedRef { draft in
+        try Unretained(frames.popped.draft.unsafelyUnwrapped).with { draft in
             draft.isOpen = false
             var listed = !failed
             if frames.popped.reused {

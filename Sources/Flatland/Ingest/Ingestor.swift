@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 /// The one recursive, streaming walk from parser events to store changes.
 ///
@@ -72,12 +72,12 @@ public final class Ingestor {
         /// The rule's id key, as an index into the identity keys.
         let idKey: Int
         /// The prefix's type, unretained (the registry keeps every type alive).
-        let type: Unmanaged<EntityType>
+        let type: Unretained<EntityType>
     }
     /// The one token of a scalar handed to a field decoder.
     let scalarToken = UnsafeMutablePointer<TapeToken>.allocate(capacity: 1)
     /// The type of the last id matched, unretained (the registry keeps every type alive).
-    @exclusivity(unchecked) var lastType: Unmanaged<EntityType>?
+    @exclusivity(unchecked) var lastType: Unretained<EntityType>?
     /// The store's condition hook.
     let condition: (@Sendable (IncomingEntity) -> Bool)?
     /// The envelope's items member, when it is one.
@@ -130,7 +130,7 @@ public final class Ingestor {
                         return nil
                     }
                     return DirectRule(
-                        prefix: Array("\(rule.prefix)-".utf8), idKey: keys.id, type: .passUnretained(type))
+                        prefix: Array("\(rule.prefix)-".utf8), idKey: keys.id, type: Unretained(type))
                 }
             } ?? []
         versionKey = options.versionKey.map { Array($0.utf8) }

@@ -1,3 +1,5 @@
+@_spi(FlatlandInternal) import FlatlandJSON
+
 /// The changes one response makes, gathered while it streams and applied at its end, all at
 /// once or not at all.
 struct PendingBatch {
@@ -27,7 +29,7 @@ struct PendingBatch {
     /// Tallied drafts whose index values may have changed since (a later object of the response
     /// wrote a field an index reads, or was folded into one): taken out of the tables then, and
     /// put back with their values at the end.
-    private var changedIndexed: [ObjectIdentifier: Unmanaged<EntityBox>] = [:]
+    private var changedIndexed: [ObjectIdentifier: Unretained<EntityBox>] = [:]
 
     private mutating func tally(_ draft: EntityBox) {
         guard tallies else { return }
@@ -60,7 +62,7 @@ struct PendingBatch {
     /// index values.
     mutating func indexedValuesWillChange(_ draft: EntityBox) {
         guard tallies, let type = draft.type, type.hasIndexes,
-            changedIndexed.updateValue(.passUnretained(draft), forKey: ObjectIdentifier(draft)) == nil
+            changedIndexed.updateValue(Unretained(draft), forKey: ObjectIdentifier(draft)) == nil
         else { return }
         var i = firstIndexTable(of: type)
         let id = draft.id
@@ -73,7 +75,7 @@ struct PendingBatch {
     /// The index tables of the tallied drafts, complete, by `prefix.name`; the batch keeps none.
     mutating func takeIndexTables() -> [(key: String, table: IndexTable)] {
         for draft in changedIndexed.values {
-            draft._withUnsafeGuaranteedRef { addIndexEntries(of: $0, type: $0.type.unsafelyUnwrapped) }
+            draft.with { addIndexEntries(of: $0, type: $0.type.unsafelyUnwrapped) }
         }
         changedIndexed = [:]
         let tables = zip(indexKeys, indexTables).map { (key: $0, table: $1) }

@@ -1,4 +1,4 @@
-import FlatlandJSON
+@_spi(FlatlandInternal) import FlatlandJSON
 
 /// Records by id, kept in one array in the order they were added, with a hash index of
 /// positions into it. A response's batch gathers its drafts here and an empty in-memory store
@@ -29,18 +29,18 @@ struct RecordTable: Sendable {
 
         private init(bits: UInt) { self.bits = bits }
 
-        init(_ box: EntityBox) { bits = UInt(bitPattern: Unmanaged.passUnretained(box).toOpaque()) }
+        init(_ box: EntityBox) { bits = UInt(bitPattern: Unretained(box).address) }
 
         @inline(__always)
-        private var unmanaged: Unmanaged<EntityBox> {
-            Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
+        private var reference: Unretained<EntityBox> {
+            Unretained(address: UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped)
         }
 
         /// The record, borrowed from `boxes`.
         @inline(__always)
-        func withBox<R>(_ body: (EntityBox) -> R) -> R { unmanaged._withUnsafeGuaranteedRef(body) }
+        func withBox<R>(_ body: (EntityBox) -> R) -> R { reference.with(body) }
 
-        var box: EntityBox { unmanaged.takeUnretainedValue() }
+        var box: EntityBox { reference.object }
     }
 
     static let indexedFrom = 16

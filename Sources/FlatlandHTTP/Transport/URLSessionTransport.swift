@@ -19,7 +19,7 @@ import Foundation
 /// URLSession's thread is shared by every session of the process, so it waits only while the
 /// receiver makes progress; a receiver that stops for more than a tenth of a second holds back
 /// nobody, and its chunks wait in memory until it runs again.
-public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
+public final class URLSessionTransport: HTTPTransport, Sendable {
     private let delegate: Delegate
     private let session: URLSession
 
@@ -78,7 +78,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    final class Delegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    final class Delegate: NSObject, URLSessionDataDelegate, Sendable {
         private let exchanges = Locked([Int: Exchange]())
         /// The tasks libcurl wanted to send again by itself: failed as lost answers.
         private let resent = Locked(Set<Int>())

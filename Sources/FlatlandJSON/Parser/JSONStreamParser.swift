@@ -96,7 +96,8 @@ public final class JSONStreamParser {
         self.keyLengthToMeasure = scanner.maxKeyLength / 6
         self.eventContainers = UnsafeMutablePointer<ContainerStack>.allocate(capacity: 1)
         eventContainers.initialize(to: ContainerStack())
-        self.yajl = yajl_alloc(yajlCallbacks, nil, Unmanaged.passUnretained(self).toOpaque())
+        // The parser is alive through every `yajl_parse` that calls back into it.
+        self.yajl = yajl_alloc(yajlCallbacks, nil, Unretained(self).address)
         yajl_config_set(yajl, yajl_dont_validate_strings, true)
         yajl_config_set(yajl, yajl_allow_comments, options.allowComments)
         yajl_config_set(yajl, yajl_allow_multiple_values, options.allowMultipleValues)
@@ -767,7 +768,7 @@ private func yajl_config_set(_ handle: yajl_handle, _ option: yajl_option, _ on:
 /// parser is alive for the whole `yajl_parse` call that invokes the callbacks.
 @inline(__always)
 private func withParser(_ context: UnsafeMutableRawPointer?, _ body: (JSONStreamParser) -> Int32) -> Int32 {
-    Unmanaged<JSONStreamParser>.fromOpaque(context!)._withUnsafeGuaranteedRef(body)
+    Unretained<JSONStreamParser>(address: context!).with(body)
 }
 
 /// libyajl keeps a pointer to its callbacks: one table for the life of the process.
