@@ -2,6 +2,7 @@ import Flatland
 import FlatlandJSON
 import Foundation
 import GRDB
+import Synchronization
 
 /// A Flatland store's persistence in one SQLite file per `(user, environment)`.
 ///
@@ -450,7 +451,11 @@ public final class SQLitePersistence: LazyStorePersistence, @unchecked Sendable 
     /// Called with the number of records rewritten so far while an open migrates a file's
     /// records to the current format (from inside the migration's transaction): for the crash
     /// tests, which kill a process in the middle of it. Nil (nothing called) by default.
-    @_spi(FlatlandInternal) nonisolated(unsafe) public static var migrationObserver: (@Sendable (Int) -> Void)?
+    @_spi(FlatlandInternal) public static var migrationObserver: (@Sendable (Int) -> Void)? {
+        get { observer.withLock { $0 } }
+        set { observer.withLock { $0 = newValue } }
+    }
+    private static let observer = Mutex<(@Sendable (Int) -> Void)?>(nil)
 
     /// Batches of at least this many records get the big batch's cache for their transaction.
     static let bigBatchRecords = 2_000
@@ -714,8 +719,7 @@ private final class EncodedFields: @unchecked Sendable {
 
 /// The store files this process has open: each is opened once.
 enum OpenFiles {
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var open: Set<String> = []
+    private static let open = Mutex<Set<String>>([])
 
     /// The file's canonical path (symbolic links resolved), so two spellings are one file.
     static func key(for path: String) -> String {
@@ -725,7 +729,7 @@ enum OpenFiles {
     }
 
     static func claim(_ key: String, path: String) throws(SQLiteStoreError) {
-        let claimed = lock.withLock { open.insert(key).inserted }
+        let claimed = open.withLock { $0.insert(key).inserted }
         guard claimed else {
             throw SQLiteStoreError(
                 .alreadyOpen, path: path,
@@ -733,7 +737,7 @@ enum OpenFiles {
         }
     }
 
-    static func release(_ key: String) { lock.withLock { _ = open.remove(key) } }
+    static func release(_ key: String) { open.withLock { _ = $0.remove(key) } }
 
-    static func isOpen(_ key: String) -> Bool { lock.withLock { open.contains(key) } }
+    static func isOpen(_ key: String) -> Bool { open.withLock { $0.contains(key) } }
 }
