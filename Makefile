@@ -107,6 +107,7 @@ build: deps
 	$(SWIFT) build --package-path Server -Xswiftc -warnings-as-errors
 
 LINT_PATHS = Package.swift Sources Tests Fuzz Server/Package.swift Server/Sources Server/Tests \
+	Transports/AsyncHTTPClient/Package.swift Transports/AsyncHTTPClient/Sources \
 	Benchmarks/Package.swift Benchmarks/Sources Benchmarks/Tests Examples/SeedSDK/Package.swift \
 	Examples/SeedSDK/Sources Examples/SeedSDK/Tests
 lint:
