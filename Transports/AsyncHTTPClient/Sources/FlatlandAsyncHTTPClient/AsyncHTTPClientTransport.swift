@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
-/// FlatlandHTTP's ``FlatlandHTTP/HTTPTransport`` over AsyncHTTPClient (SwiftNIO), for Linux
+/// FlatlandHTTP's `HTTPTransport` over AsyncHTTPClient (SwiftNIO), for Linux
 /// servers and tools, where `URLSession` runs over libcurl.
 ///
 /// ```swift
@@ -18,26 +18,26 @@ import NIOHTTP1
 /// **Streaming and back-pressure.** The body reaches the receiver chunk by chunk as it arrives,
 /// and is never collected whole. The receiver runs on a dispatch queue of the request's own,
 /// never on an event loop or on Swift's cooperative thread pool, because it may wait
-/// (``FlatlandHTTP/HTTPResponseReceiver/receive(chunk:)``). AsyncHTTPClient hands over the next
+/// (`HTTPResponseReceiver/receive(chunk:)`). AsyncHTTPClient hands over the next
 /// chunk only once the receiver has returned from the last one: while a receiver falls behind,
 /// the connection stops reading its socket and TCP slows the sender.
 ///
 /// **Cancellation.** Cancelling the task that awaits ``send(_:to:)`` cancels the request (its
-/// connection is closed) and `send` throws ``FlatlandHTTP/HTTPError`` `cancelled`. A receiver
+/// connection is closed) and `send` throws `HTTPError` `cancelled`. A receiver
 /// that throws stops the request the same way, and `send` throws the receiver's error.
 ///
-/// **Timeouts and deadlines.** The request's own ``FlatlandHTTP/HTTPRequest/timeout`` bounds
+/// **Timeouts and deadlines.** The request's own `HTTPRequest/timeout` bounds
 /// the wait for the response's head (from the end of the request's body) and every silence of
-/// the server after it: a body that stops for longer is cut. Time the receiver spends on a chunk does not count. As with
-/// `URLSessionTransport`, a timeout is a ``FlatlandHTTP/HTTPError`` `transport` (its message
-/// says which limit ran out). ``Configuration/connectTimeout`` bounds connecting, and
+/// the server after it: a body that stops for longer is cut. Time the receiver spends on a chunk
+/// does not count. As with `URLSessionTransport`, a timeout is an `HTTPError` `transport` (its
+/// message says which limit ran out). ``Configuration/connectTimeout`` bounds connecting, and
 /// ``Configuration/requestTimeout``, if set, is a deadline for the whole exchange. The timers
 /// run on the connection's event loop, so a busy cooperative pool never fires them early.
 ///
 /// **Writes.** A request's body is sent from memory with its length, so every attempt, a write
 /// sent again after a lost answer included, carries the whole body. A connection that closes
 /// without an answer fails the request at once, as a `transport` error: whether to send a
-/// write again is its caller's decision (a session's ``FlatlandHTTP/RetryPolicy``).
+/// write again is its caller's decision (a session's `RetryPolicy`).
 ///
 /// **The client.** The transport either owns an `HTTPClient` (``init(configuration:)``), shut
 /// down by ``shutdown()``, or uses one the app passes in (``init(client:configuration:)``),
@@ -105,7 +105,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport, Sendable {
         }
     }
 
-    /// Cancels every request in flight (each fails with ``FlatlandHTTP/HTTPError``
+    /// Cancels every request in flight (each fails with `HTTPError`
     /// `cancelled`); later sends fail with `sessionEnded`. A client the transport owns is shut
     /// down, without blocking; one passed in is left to its owner.
     public func shutdown() {
