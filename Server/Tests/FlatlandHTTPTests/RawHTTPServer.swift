@@ -43,6 +43,24 @@ final class RawHTTPServer: @unchecked Sendable {
 
         @discardableResult
         func write(_ text: String) -> Bool { write(Array(text.utf8)) }
+
+        /// Waits, reading and dropping what comes, until the peer closes the connection (or the
+        /// server stops); the seconds it took, measured on this thread, or nil after `limit`.
+        func secondsUntilClosed(limit: Double = 60) -> Double? {
+            let start = DispatchTime.now()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+                if elapsed >= limit { return nil }
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&poller, 1, Int32(min(1000, (limit - elapsed) * 1000 + 1)))
+                if ready < 0 && errno != EINTR { return elapsed }
+                guard ready > 0 else { continue }
+                if recv(fd, &buffer, buffer.count, 0) <= 0 {
+                    return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+                }
+            }
+        }
     }
 
     let port: Int
