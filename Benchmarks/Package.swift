@@ -16,6 +16,7 @@ let package = Package(
     dependencies: [
         .package(name: "Flatland", path: ".."),
         .package(name: "FlatlandServer", path: "../Server"),
+        .package(name: "FlatlandAsyncHTTPClient", path: "../Transports/AsyncHTTPClient"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
@@ -40,6 +41,7 @@ let package = Package(
                 .product(name: "FlatlandSync", package: "Flatland"),
                 .product(name: "FlatlandServer", package: "FlatlandServer"),
                 .product(name: "FlatlandServerTesting", package: "FlatlandServer"),
+                .product(name: "FlatlandAsyncHTTPClient", package: "FlatlandAsyncHTTPClient"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

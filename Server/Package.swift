@@ -17,6 +17,7 @@ let package = Package(
     ],
     dependencies: [
         .package(name: "Flatland", path: ".."),
+        .package(name: "FlatlandAsyncHTTPClient", path: "../Transports/AsyncHTTPClient"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -62,6 +63,7 @@ let package = Package(
                 .product(name: "FlatlandHTTP", package: "Flatland"),
                 .product(name: "FlatlandSync", package: "Flatland"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "FlatlandAsyncHTTPClient", package: "FlatlandAsyncHTTPClient"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -84,6 +86,7 @@ let package = Package(
             dependencies: [
                 "FlatlandServer", "FlatlandServerTesting",
                 .product(name: "FlatlandHTTP", package: "Flatland"),
+                .product(name: "FlatlandAsyncHTTPClient", package: "FlatlandAsyncHTTPClient"),
                 .product(name: "Flatland", package: "Flatland"),
                 .product(name: "FlatlandFixtures", package: "Flatland"),
                 .product(name: "FlatlandJSON", package: "Flatland"),

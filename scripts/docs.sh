@@ -3,8 +3,10 @@
 # of the debug build, and fails when any of them has a warning (a broken link, a parameter left
 # undocumented, a name DocC cannot resolve) or an error.
 #   scripts/docs.sh [--server] [--output DIR]
-# --server also converts the server package's modules (FlatlandServer, FlatlandServerTesting):
-# that builds Server/ in debug first. The archives go to DIR (default .build/docs), one
+# --server also converts the server package's modules (FlatlandServer, FlatlandServerTesting) and
+# the AsyncHTTPClient transport's (FlatlandAsyncHTTPClient, in Transports/AsyncHTTPClient, built in
+# Server/'s build folder, which already holds it as a dependency of the server package): that
+# builds Server/ in debug first. The archives go to DIR (default .build/docs), one
 # <Module>.doccarchive each; `docc preview` or any static host serves them.
 # SWIFT_FLAGS (e.g. "-Xswiftc -warnings-as-errors") is passed to the build, so that a build with
 # the same flags just before is reused rather than redone.
@@ -13,6 +15,7 @@ cd "$(dirname "$0")/.."
 
 LIBRARIES=(FlatlandJSON Flatland FlatlandSQLite FlatlandHTTP FlatlandSync FlatlandFixtures)
 SERVER_MODULES=(FlatlandServer FlatlandServerTesting)
+TRANSPORT_MODULES=(FlatlandAsyncHTTPClient)
 output=.build/docs
 server=0
 while [ $# -gt 0 ]; do
@@ -33,12 +36,14 @@ trap 'rm -rf "$work"' EXIT
 
 # The symbol graphs of one package's modules, extension blocks included (members that a module
 # adds to another module's types are documented too).
-symbol_graphs() { # package-path
+symbol_graphs() { # package-path [scratch-path]
     local log="$work/symbolgraph-$(basename "$(cd "$1" && pwd)").log"
+    local scratch=()
+    [ -n "${2:-}" ] && scratch=(--scratch-path "$2")
     # dump-symbol-graph also tries the package's synthesized test modules (<Package>PackageTests,
     # <Package>PackageDiscoveredTests), which exist only once the tests were built: on a fresh clone
     # it fails for those alone. Any other error fails the docs.
-    if ! swift package --package-path "$1" "${flags[@]}" dump-symbol-graph \
+    if ! swift package --package-path "$1" "${scratch[@]}" "${flags[@]}" dump-symbol-graph \
         --emit-extension-block-symbols >"$log" 2>&1; then
         if grep '^error:' "$log" | grep -qv "^error: Failed to emit symbol graph for '[A-Za-z]*Package\(Discovered\)\{0,1\}Tests'"; then
             cat "$log" >&2
@@ -89,6 +94,13 @@ if [ "$server" = 1 ]; then
     graphs=$(symbol_graphs Server)
     for module in "${SERVER_MODULES[@]}"; do
         convert "$module" "Server/Sources/$module/Documentation.docc" "$graphs"
+    done
+    # Server/'s build plan is replaced by the transport package's: drop it, so that the next
+    # `swift test --package-path Server --skip-build` plans again instead of running this one's.
+    graphs=$(symbol_graphs Transports/AsyncHTTPClient Server/.build)
+    rm -f Server/.build/debug/description.json
+    for module in "${TRANSPORT_MODULES[@]}"; do
+        convert "$module" "Transports/AsyncHTTPClient/Sources/$module/Documentation.docc" "$graphs"
     done
 fi
 

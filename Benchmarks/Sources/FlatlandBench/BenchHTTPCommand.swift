@@ -38,6 +38,9 @@ struct BenchHTTPCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
+    @Option(help: BenchTransport.help)
+    var transport: BenchTransport = .urlsession
+
     @Flag(help: "Skip the peak-memory measurement of the 10 MB and 100 MB responses.")
     var noMemory = false
 
@@ -52,7 +55,7 @@ struct BenchHTTPCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let rssBase, let rssPath {
-            print(try await Self.peakRSSChild(base: rssBase, path: rssPath))
+            print(try await Self.peakRSSChild(base: rssBase, path: rssPath, transport: transport))
             return
         }
         var report = JSONObject()
@@ -64,7 +67,7 @@ struct BenchHTTPCommand: AsyncParsableCommand {
             say("\nPeak memory of one task, client alone in a child process, store keeping nothing:")
             var peaks: [Double] = []
             for size in [10, 100] {
-                let peak = try await Self.peakRSS(megabytes: size)
+                let peak = try await Self.peakRSS(megabytes: size, transport: transport)
                 peaks.append(peak)
                 report["peak_rss_mb_\(size)mb"] = Self.number(peak)
                 say("  \(size) MB response: peak RSS \(formatted(peak, 1)) MB")
@@ -74,6 +77,7 @@ struct BenchHTTPCommand: AsyncParsableCommand {
         if json {
             report["machine"] = .string(BenchReport.machine)
             report["rounds"] = .number(JSONNumber(rounds))
+            report["transport"] = .string(transport.rawValue)
             print(JSONValue.object(report).jsonString(pretty: true))
         }
     }
@@ -84,13 +88,14 @@ struct BenchHTTPCommand: AsyncParsableCommand {
     }
 
     /// One task's peak memory for a response of about `megabytes`, in a child process.
-    static func peakRSS(megabytes: Int) async throws -> Double {
+    static func peakRSS(megabytes: Int, transport: BenchTransport) async throws -> Double {
         let users = users(megabytes: megabytes)
         let server = SampleServer(configuration: .init(population: .init(users: users, sessions: 1)))
         let port = try await server.start()
         do {
             let arguments = [
                 "bench-http", "--rss-base", "http://127.0.0.1:\(port)", "--rss-path", "/users?offset=0&count=\(users)",
+                "--transport", transport.rawValue,
             ]
             // Waiting for the child blocks: not on Swift's cooperative pool, which the server uses.
             let peak = try await withCheckedThrowingContinuation { continuation in
@@ -107,12 +112,13 @@ struct BenchHTTPCommand: AsyncParsableCommand {
     }
 
     /// In the child: one task through a session whose store keeps nothing; the peak RSS in MB.
-    static func peakRSSChild(base: String, path: String) async throws -> String {
+    static func peakRSSChild(base: String, path: String, transport: BenchTransport) async throws -> String {
         guard let url = URL(string: base) else { throw CLIFailure.invalid("bad --rss-base \(base)") }
         let environment = try Environment(name: "bench", baseURL: url)
         let session = Session(
             user: "bench", environment: environment, registry: seedFixtureRegistry(),
-            hooks: StoreHooks(condition: { _ in false }))
+            hooks: StoreHooks(condition: { _ in false }),
+            configuration: Backend.Configuration(makeTransport: transport.makeTransport))
         let task = session.launch(.get, path)
         _ = try await task.value
         guard task.bytesReceived > 0 else { throw CLIFailure.invalid("the response had no body") }
@@ -128,7 +134,9 @@ struct BenchHTTPCommand: AsyncParsableCommand {
         let base = "http://127.0.0.1:\(port)"
         let environment = try Environment(name: "bench", baseURL: URL(string: base)!)
         let raw = URLSession(configuration: .ephemeral)
-        let flatland = Session(user: "bench", environment: environment, registry: seedFixtureRegistry())
+        let flatland = Session(
+            user: "bench", environment: environment, registry: seedFixtureRegistry(),
+            configuration: Backend.Configuration(makeTransport: transport.makeTransport))
         let path = "/users/\(server.state.userIDs[0])"
 
         // Warm up both: connections, caches, first allocations.
@@ -191,7 +199,9 @@ struct BenchHTTPCommand: AsyncParsableCommand {
                     memory.append(monotonicSeconds() - begin)
                 } else {
                     // A new session each round: every record is an insert, as on a first launch.
-                    let fresh = Session(user: "bench", environment: environment, registry: seedFixtureRegistry())
+                    let fresh = Session(
+                        user: "bench", environment: environment, registry: seedFixtureRegistry(),
+                        configuration: Backend.Configuration(makeTransport: transport.makeTransport))
                     let start = monotonicSeconds()
                     let task = fresh.launch(.get, bigPath)
                     let result = try await task.value

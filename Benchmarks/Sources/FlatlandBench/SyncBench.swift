@@ -47,11 +47,11 @@ enum SyncBench {
 
     /// A fresh device: a persistent session in `directory` talking to `url`, and its sync
     /// context; `filters` run after the table headers are added.
-    static func device(url: URL, version: TableProtocol, directory: String, filters: [any HTTPFilter] = []) throws
-        -> (Session, SyncContext)
-    {
+    static func device(
+        url: URL, version: TableProtocol, directory: String, transport: BenchTransport, filters: [any HTTPFilter] = []
+    ) throws -> (Session, SyncContext) {
         let environment = try Environment(name: "bench", baseURL: url, allowInsecureHTTP: true)
-        var configuration = Backend.Configuration()
+        var configuration = Backend.Configuration(makeTransport: transport.makeTransport)
         configuration.addTableHeaders(protocol: version)
         configuration.filters += filters
         let session = try Session(
@@ -129,7 +129,9 @@ enum SyncBench {
     /// ends the child writes the line `pulled` to its standard output (the parent reads its own
     /// CPU time there). Then the same requests again, through URLSession with nothing decoded
     /// (the floor).
-    static func pullChild(url: URL, version: TableProtocol, table: String, pageSize: Int) async throws -> Pull {
+    static func pullChild(url: URL, version: TableProtocol, table: String, pageSize: Int, transport: BenchTransport)
+        async throws -> Pull
+    {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "flatland-bench-sync-device-\(ProcessInfo.processInfo.processIdentifier)"
         ).path
@@ -140,7 +142,8 @@ enum SyncBench {
             requested.withLock { $0.append(request.url) }
             return try await next(request)
         }
-        let (session, sync) = try device(url: url, version: version, directory: directory, filters: [recorder])
+        let (session, sync) = try device(
+            url: url, version: version, directory: directory, transport: transport, filters: [recorder])
         let offline = sync.table(table)
         Memory.resetPeak()
         let before = Memory.megabytes("VmRSS:")
@@ -184,20 +187,25 @@ enum SyncBench {
     /// The wait for the child blocks a thread for the whole pull, so it runs off Swift's
     /// cooperative pool: the server in this process runs its handlers on that pool, which has
     /// only as many threads as cores (two here), and would serve the pull with one.
-    static func pullInChild(url: URL, version: TableProtocol, table: String, pageSize: Int) async throws -> Pull {
+    static func pullInChild(
+        url: URL, version: TableProtocol, table: String, pageSize: Int, transport: BenchTransport
+    ) async throws -> Pull {
         try await runBlocking {
-            Result { try waitForPullInChild(url: url, version: version, table: table, pageSize: pageSize) }
+            Result {
+                try waitForPullInChild(
+                    url: url, version: version, table: table, pageSize: pageSize, transport: transport)
+            }
         }.get()
     }
 
-    private static func waitForPullInChild(url: URL, version: TableProtocol, table: String, pageSize: Int) throws
-        -> Pull
-    {
+    private static func waitForPullInChild(
+        url: URL, version: TableProtocol, table: String, pageSize: Int, transport: BenchTransport
+    ) throws -> Pull {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
         process.arguments = [
             "bench-sync", "--child-pull", url.absoluteString, "--child-table", table, "--page-size", "\(pageSize)",
-            "--protocol", version == .v3 ? "v3" : "v2",
+            "--protocol", version == .v3 ? "v3" : "v2", "--transport", transport.rawValue,
         ]
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -237,11 +245,11 @@ enum SyncBench {
     /// one succeeded, the queue is empty and the server holds `count` rows of the table.
     static func push(
         url: URL, version: TableProtocol, table: String, count: Int, server: SampleServer, directory: String,
-        options: PushOptions = PushOptions(batching: .never)
+        transport: BenchTransport, options: PushOptions = PushOptions(batching: .never)
     ) async throws -> Push {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (session, sync) = try device(url: url, version: version, directory: directory)
+        let (session, sync) = try device(url: url, version: version, directory: directory, transport: transport)
         let offline = sync.table(table)
         let queueStart = monotonicSeconds()
         for i in 0..<count {

@@ -61,6 +61,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Option(help: "Runs of each measurement (the median is reported).")
     var runs = 3
 
+    @Option(help: BenchTransport.help)
+    var transport: BenchTransport = .urlsession
+
     @Option(help: ArgumentHelp(TablesDatabaseOption.help))
     var tablesDb: String?
 
@@ -87,7 +90,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
     func run() async throws {
         if let childPull, let url = URL(string: childPull) {
             let pull = try await SyncBench.pullChild(
-                url: url, version: version, table: childTable ?? SyncBench.pullTable, pageSize: pageSize)
+                url: url, version: version, table: childTable ?? SyncBench.pullTable, pageSize: pageSize,
+                transport: transport)
             print(pull.json)
             return
         }
@@ -121,7 +125,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
             try await SyncBench.seed(server, table: SyncBench.smallTable, rows: small)
             var report = SyncBenchReport(
                 rows: rows, smallRows: small, pushes: pushes, pageSize: pageSize, version: protocolName,
-                storage: tablesDb == nil ? "sqlite" : "postgres", runs: runs,
+                storage: tablesDb == nil ? "sqlite" : "postgres", transport: transport.rawValue, runs: runs,
                 seedSeconds: monotonicSeconds() - seedStart)
             let pulls: [(table: String, rows: Int, pageSize: Int)] = [
                 (SyncBench.pullTable, rows, pageSize), (SyncBench.pullTable, rows, 1000),
@@ -132,7 +136,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 for (index, pull) in (run % 2 == 0 ? pulls : pulls.reversed()).enumerated() {
                     log.write("run \(run + 1)/\(runs): pull of \(pull.rows) rows, pages of \(pull.pageSize)...\n")
                     let result = try await SyncBench.pullInChild(
-                        url: url, version: version, table: pull.table, pageSize: pull.pageSize)
+                        url: url, version: version, table: pull.table, pageSize: pull.pageSize,
+                        transport: transport)
                     guard result.stored == pull.rows else {
                         throw CLIFailure.invalid(
                             "the store file holds \(result.stored) rows after a pull of \(pull.rows) (pages of "
@@ -144,12 +149,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 report.pushResults.append(
                     try await SyncBench.push(
                         url: url, version: version, table: SyncBench.pushTable(run), count: pushes,
-                        server: server, directory: directory + "/push-\(run)"))
+                        server: server, directory: directory + "/push-\(run)", transport: transport))
                 log.write("run \(run + 1)/\(runs): batched push of \(pushes) queued inserts...\n")
                 report.batchedPushResults.append(
                     try await SyncBench.push(
                         url: url, version: version, table: SyncBench.batchedPushTable(run), count: pushes,
-                        server: server, directory: directory + "/push-batch-\(run)",
+                        server: server, directory: directory + "/push-batch-\(run)", transport: transport,
                         options: PushOptions(batching: .automatic)))
             }
             print(json ? report.json() : report.table())

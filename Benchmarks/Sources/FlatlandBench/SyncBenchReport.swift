@@ -13,6 +13,8 @@ struct SyncBenchReport {
     var version: String
     /// Where the server kept its rows: `sqlite` or `postgres`.
     var storage: String
+    /// The device's HTTP transport: `urlsession` or `asynchttpclient`.
+    var transport: String
     var runs: Int
     var seedSeconds: Double
     /// The pulls of each line: the table at `pageSize`, at 1000, and the small table at `pageSize`.
@@ -71,7 +73,7 @@ struct SyncBenchReport {
                 + "\(formatted(cpuMillisecondsPerPage(index, \.serverCPUSeconds), 3)) ms"
         }
         return """
-            Offline sync over loopback, \(version), server on \(storage), \(BenchReport.build) build, median of \(runs) runs \
+            Offline sync over loopback, \(version), server on \(storage), device on \(transport), \(BenchReport.build) build, median of \(runs) runs \
             (server seeded in \(formatted(seedSeconds, 2)) s)
             First pull of \(rows) rows by a fresh device, every row in its store file:
             \(line(0, "pages of \(pageSize)"))
@@ -99,6 +101,7 @@ struct SyncBenchReport {
             "build": .string(BenchReport.build),
             "protocol": .string(version),
             "storage": .string(storage),
+            "transport": .string(transport),
             "rows": int(rows),
             "rows_small": int(smallRows),
             "pushes": int(pushes),

@@ -16,6 +16,8 @@ struct TwoDeviceDemo {
     /// Where the table server keeps its rows: a SQLite file, `postgres://…` (once the server
     /// speaks PostgreSQL), or nil for memory.
     var tablesDB: String?
+    /// The HTTP stack both devices use.
+    var transport: TransportChoice = .platformDefault
 
     func run() async throws {
         let server = SampleServer(
@@ -41,9 +43,11 @@ struct TwoDeviceDemo {
         let url = URL(string: "http://127.0.0.1:\(port)")!
         print("  The table server listens at \(url)/tables/todoitem; it keeps its rows \(place).")
         let phone = try await OfflineStore.open(
-            path: directory.appendingPathComponent("phone.sqlite").path, baseURL: url, protocol: .v2)
+            path: directory.appendingPathComponent("phone.sqlite").path, baseURL: url, protocol: .v2,
+            transport: transport)
         let tablet = try await OfflineStore.open(
-            path: directory.appendingPathComponent("tablet.sqlite").path, baseURL: url, protocol: .v2)
+            path: directory.appendingPathComponent("tablet.sqlite").path, baseURL: url, protocol: .v2,
+            transport: transport)
         do {
             try await edit(phone: phone, tablet: tablet, url: url)
         } catch {

@@ -31,6 +31,8 @@ struct DemoCommand: AsyncParsableCommand {
             valueName: "path-or-url"))
     var tablesDb: String?
 
+    @OptionGroup var transportOptions: TransportOptions
+
     func run() async throws {
         section("1. The sample server on loopback")
         let server = SampleServer(configuration: .init(population: .init(users: users)))
@@ -46,7 +48,7 @@ struct DemoCommand: AsyncParsableCommand {
         }
         await server.stop()
         section("10. Two devices of one user, offline, one conflict, then in sync")
-        try await TwoDeviceDemo(tablesDB: tablesDb).run()
+        try await TwoDeviceDemo(tablesDB: tablesDb, transport: transportOptions.transport).run()
         if rounds > 0 { try speed() }
     }
 
@@ -55,7 +57,8 @@ struct DemoCommand: AsyncParsableCommand {
         // Users and devices are typed; the session object stays untyped (its JSON fields are
         // kept), as an SDK that has not declared it yet would see it.
         let session = Session(
-            user: "ada", environment: environment, registry: try EntityRegistry([SeedUser.self, SeedDevice.self]))
+            user: "ada", environment: environment, registry: try EntityRegistry([SeedUser.self, SeedDevice.self]),
+            configuration: Backend.Configuration(makeTransport: transportOptions.transport.makeTransport))
         var tasks: [HTTPTask] = []
         func run(_ method: HTTPMethod, _ path: String, body: String? = nil) async throws -> HTTPResult {
             let task = session.launch(method, path, body: body.map { Array($0.utf8) })

@@ -36,7 +36,8 @@ struct OfflineStore {
     ///
     /// - Throws: ``CLIFailure`` (exit 1) when the file cannot be opened or is not a store.
     static func open(
-        path: String, baseURL: URL?, protocol version: TableProtocol, logger: Logger? = nil
+        path: String, baseURL: URL?, protocol version: TableProtocol, logger: Logger? = nil,
+        transport: TransportChoice = .platformDefault
     ) async throws -> OfflineStore {
         guard !path.isEmpty else { throw CLIFailure.usage("--store: the file name is empty") }
         let file = URL(fileURLWithPath: path).standardizedFileURL.path
@@ -44,7 +45,7 @@ struct OfflineStore {
         do {
             let environment = try Environment(
                 name: "sync", baseURL: baseURL ?? URL(string: "http://127.0.0.1")!, allowInsecureHTTP: true)
-            var configuration = Backend.Configuration()
+            var configuration = Backend.Configuration(makeTransport: transport.makeTransport)
             configuration.addTableHeaders(protocol: version)
             if let logger { configuration.logger = logger }
             session = try Session(

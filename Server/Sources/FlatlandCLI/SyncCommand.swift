@@ -42,6 +42,8 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
+    @OptionGroup var transportOptions: TransportOptions
+
     @OptionGroup var logging: LogLevelOption
 
     @Option(help: "The server's base URL (http or https); push, pull and reconcile need it.")
@@ -66,7 +68,7 @@ struct SyncCommand: AsyncParsableCommand {
         }
         let store = try await OfflineStore.open(
             path: storeOptions.store, baseURL: baseURL, protocol: storeOptions.tableProtocol,
-            logger: logging.logger("flatland.sync"))
+            logger: logging.logger("flatland.sync"), transport: transportOptions.transport)
         try await store.run { store in try await action.perform(on: store.sync) }
     }
 }

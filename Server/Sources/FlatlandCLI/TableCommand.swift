@@ -54,6 +54,8 @@ struct TableCommand: AsyncParsableCommand {
     @Option(help: "The app key, sent as X-ZUMO-APPLICATION on every request.")
     var appKey: String?
 
+    @OptionGroup var transportOptions: TransportOptions
+
     @OptionGroup var logging: LogLevelOption
 
     @Option(
@@ -124,7 +126,7 @@ struct TableCommand: AsyncParsableCommand {
         } catch {
             throw CLIFailure.usage("--url: \(error.message)")
         }
-        var configuration = Backend.Configuration()
+        var configuration = Backend.Configuration(makeTransport: transportOptions.transport.makeTransport)
         configuration.addTableHeaders(protocol: version, appKey: version == .v1 ? appKey : nil)
         if let logger = logging.logger("flatland.table") { configuration.logger = logger }
         let session = Session(user: "flatland-table", environment: environment, configuration: configuration)

@@ -8,6 +8,12 @@ struct CLIRun {
     var stderr: String
 }
 
+/// The values of `--transport` (table, sync, demo): the cases that talk HTTP run on each.
+let transports = ["urlsession", "asynchttpclient"]
+
+/// `--transport` and its value, or nothing for the platform's default.
+func transportOption(_ transport: String?) -> [String] { transport.map { ["--transport", $0] } ?? [] }
+
 enum CLI {
     /// The directory holding the built products (next to the test bundle).
     static var productsDirectory: URL {

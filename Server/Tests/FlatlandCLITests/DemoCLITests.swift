@@ -5,10 +5,12 @@ import Testing
 /// the server.
 @Suite("flatland demo: two devices, one conflict, both equal to the server")
 struct DemoCLITests {
-    @Test func theTwoDevicePartSettlesOneConflictAndEndsEqualOnAStoredTable() throws {
+    @Test(arguments: transports)
+    func theTwoDevicePartSettlesOneConflictAndEndsEqualOnAStoredTable(_ transport: String) throws {
         let workspace = try Workspace()
         let tables = workspace.url.appendingPathComponent("tables.sqlite").path
-        let run = try CLI.run(["demo", "--users", "4", "--rounds", "0", "--tables-db", tables])
+        let run = try CLI.run(
+            ["demo", "--users", "4", "--rounds", "0", "--tables-db", tables] + transportOption(transport))
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         let lines = run.stdout.split(separator: "\n").map(String.init)
         // The seed flow is still there, before the devices.

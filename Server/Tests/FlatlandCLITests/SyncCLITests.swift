@@ -63,11 +63,12 @@ struct SyncCLITests {
         #expect(try device.lines(device.local(["other", "list"])).isEmpty)
     }
 
-    @Test("push sends the queue in order and prints one line per operation", arguments: protocols)
-    func push(_ version: String) throws {
+    @Test("push sends the queue in order and prints one line per operation", arguments: protocols, transports)
+    func push(_ version: String, transport: String) throws {
         let server = try TableServer()
         let workspace = try Workspace()
-        let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: server.url, version: version)
+        let device = SyncDevice(
+            workspace: workspace, file: "a.sqlite", url: server.url, version: version, transport: transport)
         let online = TableClient(server: server, version: version)
         try device.lines(device.local(["todoitem", "insert", #"{"id":"p1","text":"one"}"#]))
         try device.lines(device.local(["todoitem", "insert", #"{"id":"p2","text":"two"}"#]))
@@ -152,12 +153,15 @@ struct SyncCLITests {
         }
     }
 
-    @Test("pull with a query id brings only changes; deleted rows go; a filter narrows it", arguments: protocols)
-    func incrementalPull(_ version: String) throws {
+    @Test(
+        "pull with a query id brings only changes; deleted rows go; a filter narrows it", arguments: protocols,
+        transports)
+    func incrementalPull(_ version: String, transport: String) throws {
         let server = try TableServer()
         let workspace = try Workspace()
         let online = TableClient(server: server, version: version)
-        let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: server.url, version: version)
+        let device = SyncDevice(
+            workspace: workspace, file: "a.sqlite", url: server.url, version: version, transport: transport)
         for n in 1...5 {
             _ = try online.one(online.run(["insert", #"{"id":"r\#(n)","n":\#(n)}"#]))
         }
@@ -301,12 +305,12 @@ struct SyncCLITests {
         #expect(listed.allSatisfy { $0["id"]?.stringValue?.hasPrefix("local-") == false })
     }
 
-    @Test("a server that is down or answers 401: exit 4, and every operation is still queued")
-    func serverDownKeepsTheQueue() throws {
+    @Test("a server that is down or answers 401: exit 4, and every operation is still queued", arguments: transports)
+    func serverDownKeepsTheQueue(_ transport: String) throws {
         let workspace = try Workspace()
         let down = try TinyServer(status: "200 OK", body: "{}")
         down.stop()
-        let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: down.url)
+        let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: down.url, transport: transport)
         try device.lines(device.local(["todoitem", "insert", #"{"id":"a","text":"A"}"#]))
         try device.lines(device.local(["todoitem", "insert", #"{"id":"b","text":"B"}"#]))
         let push = try device.sync(["push"])
@@ -327,7 +331,7 @@ struct SyncCLITests {
 
         let unauthorized = try TinyServer(status: "401 Unauthorized", body: #"{"error":"no"}"#)
         defer { unauthorized.stop() }
-        let refused = SyncDevice(workspace: workspace, file: "a.sqlite", url: unauthorized.url)
+        let refused = SyncDevice(workspace: workspace, file: "a.sqlite", url: unauthorized.url, transport: transport)
         let push401 = try refused.sync(["push"])
         #expect(push401.status == 4, "\(push401.stdout) \(push401.stderr)")
         #expect(try refused.lines(refused.sync(["pending"])).count == 2)
@@ -404,6 +408,8 @@ struct SyncDevice {
     let file: String
     let url: String
     var version = "v2"
+    /// `--transport`, or nil for the default.
+    var transport: String?
 
     var path: String { workspace.url.appendingPathComponent(file).path }
 
@@ -412,7 +418,8 @@ struct SyncDevice {
     }
 
     func sync(_ arguments: [String]) throws -> CLIRun {
-        try CLI.run(["sync", "--store", path, "--url", url, "--protocol", version] + arguments)
+        try CLI.run(
+            ["sync", "--store", path, "--url", url, "--protocol", version] + transportOption(transport) + arguments)
     }
 
     /// The objects a run printed, one per line; the run must have exited with `exit`.

@@ -14,10 +14,10 @@ import Testing
 struct TableCLITests {
     static let protocols = ["v1", "v2", "v3"]
 
-    @Test("insert, get, then list with a raw filter whose quote is doubled", arguments: protocols)
-    func insertGetList(_ version: String) throws {
+    @Test("insert, get, then list with a raw filter whose quote is doubled", arguments: protocols, transports)
+    func insertGetList(_ version: String, transport: String) throws {
         let server = try TableServer()
-        let client = TableClient(server: server, version: version)
+        let client = TableClient(server: server, version: version, transport: transport)
         let inserted = try client.one(client.run(["insert", #"{"id":"r1","text":"O'Hara","complete":false}"#]))
         #expect(inserted["id"] == "r1")
         #expect(inserted["text"] == "O'Hara")
@@ -40,10 +40,10 @@ struct TableCLITests {
         #expect(try client.one(client.run(["get", id])) == generated)
     }
 
-    @Test("list reads every page, each row once and in order", arguments: protocols)
-    func paging(_ version: String) throws {
+    @Test("list reads every page, each row once and in order", arguments: protocols, transports)
+    func paging(_ version: String, transport: String) throws {
         let server = try TableServer()
-        let client = TableClient(server: server, version: version)
+        let client = TableClient(server: server, version: version, transport: transport)
         let count = 57
         for n in 0..<count {
             let run = try client.run(["insert", #"{"id":"p\#(n)","n":\#(n)}"#])
@@ -201,12 +201,12 @@ struct TableCLITests {
         }
     }
 
-    @Test("a server error (5xx) exits 1 with error: on stderr")
-    func serverError() throws {
+    @Test("a server error (5xx) exits 1 with error: on stderr", arguments: transports)
+    func serverError(_ transport: String) throws {
         let server = try TinyServer(status: "500 Internal Server Error", body: #"{"error":"boom"}"#)
         defer { server.stop() }
         for verb in [["list"], ["get", "a"], ["insert", "{}"], ["delete", "a"]] {
-            let run = try CLI.run(["table", "--url", server.url, "todoitem"] + verb)
+            let run = try CLI.run(["table", "--url", server.url] + transportOption(transport) + ["todoitem"] + verb)
             #expect(run.status == 1, "\(verb)")
             #expect(run.stderr.hasPrefix("error: "), "\(verb)")
             #expect(run.stdout.isEmpty, "\(verb)")
@@ -312,9 +312,18 @@ struct TableClient {
     let version: String
     /// v1's `--system-properties` (every one by default).
     var systemProperties: String? = "*"
+    /// `--transport`, or nil for the default.
+    var transport: String?
+
+    init(server: TableServer, version: String, systemProperties: String? = "*", transport: String? = nil) {
+        self.server = server
+        self.version = version
+        self.systemProperties = systemProperties
+        self.transport = transport
+    }
 
     func run(_ verb: [String], table: String = "todoitem") throws -> CLIRun {
-        var options = ["--url", server.url, "--protocol", version]
+        var options = ["--url", server.url, "--protocol", version] + transportOption(transport)
         if version == "v1", let systemProperties { options += ["--system-properties", systemProperties] }
         return try CLI.run(["table"] + options + [table] + verb)
     }
@@ -390,7 +399,9 @@ final class TinyServer: @unchecked Sendable {
     private let received = ReceivedHeads()
 
     init(status: String, body: String) throws {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a `flatland` child that another test starts meanwhile must not keep the
+        // port listening after ``stop()``.
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.socket = socket
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -425,6 +436,7 @@ final class TinyServer: @unchecked Sendable {
         while true {
             let connection = accept(socket, nil, nil)
             if connection < 0 { return }
+            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             var head: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             while head.count < 65_536, !String(decoding: head, as: UTF8.self).contains("\r\n\r\n") {
@@ -434,6 +446,20 @@ final class TinyServer: @unchecked Sendable {
             }
             let text = String(decoding: head, as: UTF8.self)
             received.append(text)
+            // The request's body is read too: closing with unread bytes would reset the
+            // connection, and the client could lose the answer.
+            if let end = text.range(of: "\r\n\r\n"),
+                let line = text[..<end.lowerBound].lowercased().components(separatedBy: "\r\n")
+                    .first(where: { $0.hasPrefix("content-length:") }),
+                let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+            {
+                var read = head.count - text[..<end.upperBound].utf8.count
+                while read < length {
+                    let n = recv(connection, &buffer, buffer.count, 0)
+                    if n <= 0 { break }
+                    read += n
+                }
+            }
             _ = response.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             close(connection)
         }

@@ -8,12 +8,13 @@ import Testing
 
 @Suite("Retries and filters")
 struct PolicyTests {
-    @Test("a server that fails twice then succeeds: retried with Retry-After honoured")
-    func retryThenSucceed() async throws {
+    @Test(
+        "a server that fails twice then succeeds: retried with Retry-After honoured", arguments: TransportKind.allCases)
+    func retryThenSucceed(_ kind: TransportKind) async throws {
         try await withServer { server, environment in
             server.knobs.fail("/devices", times: 2, status: 503, retryAfter: "0")
             let policy = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5), maxDelay: .milliseconds(50))
-            let session = makeSession(environment, configuration: .init(retryPolicy: policy))
+            let session = makeSession(environment, configuration: .init(retryPolicy: policy), transport: kind)
             let task = session.launch(.get, "/devices?offset=0&count=2")
             let result = try await task.value
             #expect(result.items.count == 2)

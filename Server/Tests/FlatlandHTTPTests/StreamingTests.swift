@@ -8,11 +8,13 @@ import Testing
 
 @Suite("Streaming into the store over loopback")
 struct StreamingTests {
-    @Test("a large paginated response is read in small chunks and applied whole", arguments: [512, 4096])
-    func largePaginatedResponse(chunkSize: Int) async throws {
+    @Test(
+        "a large paginated response is read in small chunks and applied whole", arguments: TransportKind.allCases,
+        [512, 4096])
+    func largePaginatedResponse(_ kind: TransportKind, chunkSize: Int) async throws {
         try await withServer(population: .init(users: 400)) { server, environment in
             server.knobs.chunkBodies(size: chunkSize)
-            let session = makeSession(environment)
+            let session = makeSession(environment, transport: kind)
             let task = session.launch(.get, "/users?offset=0&count=400")
             let result = try await task.value
             #expect(result.status == 200)
@@ -30,10 +32,12 @@ struct StreamingTests {
         }
     }
 
-    @Test("pages arrive in any order at their absolute positions; fields ask for what is missing")
-    func pagesAndFields() async throws {
+    @Test(
+        "pages arrive in any order at their absolute positions; fields ask for what is missing",
+        arguments: TransportKind.allCases)
+    func pagesAndFields(_ kind: TransportKind) async throws {
         try await withServer { server, environment in
-            let session = makeSession(environment)
+            let session = makeSession(environment, transport: kind)
             let third = try await session.send(.get, "/devices?offset=4&count=2&fields=name")
             #expect(third.endpointCollection?.items.count == 6)
             #expect(third.endpointCollection?.knownItems.count == 2)

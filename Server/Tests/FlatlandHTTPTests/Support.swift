@@ -25,11 +25,14 @@ func withServer<R>(
 
 /// A session with the seed's user and device types; sessions stay untyped so their `token`
 /// member can be read back.
+/// `transport` replaces the configuration's transport when given.
 func makeSession(
     _ environment: FlatlandHTTP.Environment, user: String = "ada",
-    configuration: Backend.Configuration = Backend.Configuration()
+    configuration: Backend.Configuration = Backend.Configuration(), transport: TransportKind? = nil
 ) -> Session {
-    Session(
+    var configuration = configuration
+    if let transport { configuration.makeTransport = transport.makeTransport }
+    return Session(
         user: user, environment: environment, registry: try! EntityRegistry([SeedUser.self, SeedDevice.self]),
         configuration: configuration)
 }

@@ -34,11 +34,13 @@ struct TaskTests {
         }
     }
 
-    @Test("cancelling the task awaiting send cancels its request, unless another launch joined it")
-    func sendFollowsItsCallersCancellation() async throws {
+    @Test(
+        "cancelling the task awaiting send cancels its request, unless another launch joined it",
+        arguments: TransportKind.allCases)
+    func sendFollowsItsCallersCancellation(_ kind: TransportKind) async throws {
         try await withServer { server, environment in
             server.knobs.hold("/devices")
-            let session = makeSession(environment)
+            let session = makeSession(environment, transport: kind)
             let count = session.store.count
             // Alone: the caller's cancel cancels the request, and nothing is applied.
             let alone = Task { try await session.send(.get, "/devices?offset=0&count=3") }
@@ -77,10 +79,10 @@ struct TaskTests {
         }
     }
 
-    @Test("cancelling in the middle of a body leaves the store exactly as it was")
-    func cancelMidBody() async throws {
+    @Test("cancelling in the middle of a body leaves the store exactly as it was", arguments: TransportKind.allCases)
+    func cancelMidBody(_ kind: TransportKind) async throws {
         try await withServer(population: .init(users: 200)) { server, environment in
-            let session = makeSession(environment)
+            let session = makeSession(environment, transport: kind)
             _ = try await session.send(.get, "/devices?offset=0&count=5")
             let before = session.store.snapshot()
             server.knobs.hold("/users", afterBytes: 20_000)
@@ -98,12 +100,12 @@ struct TaskTests {
         }
     }
 
-    @Test("the backend lists the tasks in flight and cancels one or all")
-    func listAndCancel() async throws {
+    @Test("the backend lists the tasks in flight and cancels one or all", arguments: TransportKind.allCases)
+    func listAndCancel(_ kind: TransportKind) async throws {
         try await withServer { server, environment in
             server.knobs.hold("/devices")
             server.knobs.hold("/users")
-            let session = makeSession(environment)
+            let session = makeSession(environment, transport: kind)
             let a = session.launch(.get, "/devices")
             let b = session.launch(.get, "/users")
             let c = session.launch(.get, "/users?offset=3")
@@ -120,11 +122,13 @@ struct TaskTests {
         }
     }
 
-    @Test("a connection dropped in the middle of a body is a transport failure; nothing is applied")
-    func droppedConnection() async throws {
+    @Test(
+        "a connection dropped in the middle of a body is a transport failure; nothing is applied",
+        arguments: TransportKind.allCases)
+    func droppedConnection(_ kind: TransportKind) async throws {
         try await withServer(population: .init(users: 100)) { server, environment in
             server.knobs.dropConnection("/users", afterBytes: 10_000)
-            let session = makeSession(environment)
+            let session = makeSession(environment, transport: kind)
             let task = session.launch(.get, "/users?offset=0&count=100")
             let error = try #require(await failure(of: task))
             #expect(error.code == .transport)
@@ -138,10 +142,12 @@ struct TaskTests {
         }
     }
 
-    @Test("4xx and 5xx carry the task, the endpoint, the status and the server's error body")
-    func statusErrors() async throws {
+    @Test(
+        "4xx and 5xx carry the task, the endpoint, the status and the server's error body",
+        arguments: TransportKind.allCases)
+    func statusErrors(_ kind: TransportKind) async throws {
         try await withServer { server, environment in
-            let session = makeSession(environment)
+            let session = makeSession(environment, transport: kind)
             let task = session.launch(.get, "/users/u-nobody?fields=firstname")
             let notFound = try #require(await failure(of: task))
             #expect(notFound.code == .status)
