@@ -436,6 +436,29 @@ extension SyncContext {
         case abort(String)
     }
 
+    /// An operation marked sending, with its request built from its row as read in that
+    /// transaction (nil: the row is gone locally) and that row.
+    struct Sending: Sendable {
+        var operation: SyncOperation
+        var request: OperationRequest?
+        var local: JSONObject?
+    }
+
+    /// The request of `operation` from its local row `local` as read once: nil when the row is
+    /// gone locally, except for an insert of a row made offline that may be on the server
+    /// already (`replay`), sent again as it was (its key brings the first answer, and the
+    /// server's id for the delete behind it).
+    func sendingRequest(for operation: SyncOperation, engine: TableEngine, local: JSONObject?, replay: Bool)
+        throws(TableError<JSONObject>) -> OperationRequest?
+    {
+        if operation.kind == .delete { return try request(for: operation, engine: engine) }
+        if let local { return try request(for: operation, engine: engine, row: local) }
+        if replay, operation.kind == .insert, LocalID.isLocal(operation.itemID), let again = operation.sentRow {
+            return try request(for: operation, engine: engine, row: again)
+        }
+        return nil
+    }
+
     /// Why a push stops before an operation.
     struct PushStop: Error, CustomStringConvertible {
         var description: String
@@ -456,24 +479,39 @@ extension SyncContext {
         var sent = queued.sentRow
         // No answer within the deadline: not sent again now (the server is slow, or gone).
         var resends = resendsLeft
-        // Sending: written before the request goes (a batch marked its operations already).
-        if prepared == nil {
-            do {
-                guard let marked = try await queueWrite({ db in try SyncQueue.apply(.send, db, sequence: sequence) })
-                else { return .next }
-                operation = marked
-            } catch {
-                return .abort("\(error)")
-            }
-        }
         do throws(TableError<JSONObject>) {
-            var built = try request(for: operation, engine: engine)
-            if built == nil, replay, operation.kind == .insert, LocalID.isLocal(operation.itemID),
-                let again = operation.sentRow
-            {
-                // Deleted locally, but it may be on the server: sent again as it was (its key
-                // brings the first answer, and the server's id for the delete behind it).
-                built = try request(for: operation, engine: engine, row: again)
+            let built: OperationRequest?
+            if prepared == nil {
+                // Sending, in one transaction written before the request goes: the operation
+                // marked, its row read once, the request's body built from that read, and the
+                // same data kept as what was sent (what a replay's answer is compared with, and
+                // what a lookup after a lost answer looks for; the local row may change later).
+                // (A batch marked its operations already.)
+                let sending: Result<Sending?, TableError<JSONObject>>
+                do {
+                    sending = try await queueWrite { [self] db in
+                        guard let marked = try SyncQueue.apply(.send, db, sequence: sequence) else {
+                            return .success(nil)
+                        }
+                        let local = marked.kind == .delete ? nil : engine.row(engine.storeID(marked.itemID))
+                        let built = Result { () throws(TableError<JSONObject>) -> OperationRequest? in
+                            try self.sendingRequest(for: marked, engine: engine, local: local, replay: replay)
+                        }
+                        if case .success(.some) = built, let local {
+                            try SyncQueue.setSentRow(db, sequence: sequence, OfflineTable.data(local))
+                        }
+                        return built.map { Sending(operation: marked, request: $0, local: local) }
+                    }
+                } catch {
+                    return .abort("\(error)")
+                }
+                guard let now = try sending.get() else { return .next }
+                operation = now.operation
+                built = now.request
+                if built != nil, let local = now.local { sent = OfflineTable.data(local) }
+            } else {
+                built = try sendingRequest(
+                    for: operation, engine: engine, local: engine.row(engine.storeID(operation.itemID)), replay: replay)
             }
             guard let request = built else {
                 // The row was deleted locally: when its delete is queued behind, that delete
@@ -498,13 +536,6 @@ extension SyncContext {
                 }
                 outcome.result = moot == true ? .ok : .error
                 return .next
-            }
-            if operation.kind != .delete, prepared == nil, let local = engine.row(engine.storeID(operation.itemID)) {
-                // What was sent: what a replay's answer is compared with, and what a lookup after
-                // a lost answer looks for (the local row may change meanwhile).
-                let data = OfflineTable.data(local)
-                sent = data
-                _ = try? await queueWrite { db in try SyncQueue.setSentRow(db, sequence: sequence, data) }
             }
             var headers: HTTPHeaders = ["Idempotency-Key": operation.key]
             if let ifMatch = request.ifMatch { headers["If-Match"] = ifMatch }
