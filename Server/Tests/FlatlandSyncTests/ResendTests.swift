@@ -164,8 +164,10 @@ struct ResendTests {
             #expect(pushed.abortReason?.contains("deadline") == true, "\(pushed.abortReason ?? "")")
             #expect(pushed.outcomes.map(\.result) == [.error])
             // Sent once (not again at once: the server is slow, not gone); kept, attempted.
-            #expect(server.testControls.requestCount("PATCH", "/tables/todoitem/d0") == 1)
-            #expect(try device.sync.operations().map(\.state) == [.attempted])
+            // (At most once: on a loaded machine the deadline may pass before it is even sent.)
+            #expect(server.testControls.requestCount("PATCH", "/tables/todoitem/d0") <= 1)
+            let kept = try device.sync.operations().map(\.state)
+            #expect(kept == [.attempted] || kept == [.pending], "\(kept)")
             #expect(todos.lookup("d0")?.text("text") == "late")
             // The next push settles it, whether the held request has landed by then or not.
             let next = await device.sync.push()
@@ -188,8 +190,11 @@ struct ResendTests {
             let pushed = await device.sync.push(options: PushOptions(requestDeadline: 1))
             #expect(pushed.aborted)
             #expect(pushed.abortReason?.contains("deadline") == true, "\(pushed.abortReason ?? "")")
-            #expect(server.testControls.requestCount("POST", "/tables/$batch") == 1)
-            #expect(try device.sync.operations().map(\.state) == [.attempted, .attempted, .attempted])
+            // At most one batch went (on a loaded machine the deadline may pass before it is even
+            // sent), nothing was sent again, and every operation is kept, none settled or failed.
+            #expect(server.testControls.requestCount("POST", "/tables/$batch") <= 1)
+            let kept = try device.sync.operations().map(\.state)
+            #expect(kept.count == 3 && kept.allSatisfy { $0 == .attempted || $0 == .pending }, "\(kept)")
             let next = await device.sync.push()
             #expect(next.succeeded, "\(next.abortReason ?? "") \(next.outcomes)")
             #expect(try await serverRows(port).count == 3)
