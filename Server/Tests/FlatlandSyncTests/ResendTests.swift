@@ -5,7 +5,6 @@ import FlatlandServer
 import FlatlandServerTesting
 import FlatlandSync
 import Foundation
-import Synchronization
 import Testing
 
 /// A write whose connection closes before any answer (a lost answer, or a kept-alive connection
@@ -63,33 +62,6 @@ struct ResendTests {
             default:
                 #expect(rows.isEmpty)
             }
-        }
-    }
-
-    /// Sent again after a lost answer, an insert meets the 409 of its own first arrival; the
-    /// read of the server's row that should tell the two apart fails too. The 409's body is the
-    /// server's row: when it holds what was sent, the write is this one's, settled as such, and no
-    /// conflict handler hears of it (it heard of a "conflict", and server-wins reported the write
-    /// refused though the server held it: seeds 34 and 132 of the simulation with its paging
-    /// behaviours).
-    @Test("a resent insert whose 409 cannot be checked by a read is settled by the 409's own row")
-    func aResentInsertMeetingItsOwn409IsSettledWhenTheCheckingReadFails() async throws {
-        try await withKeylessServer { server, port, device in
-            let todos = device.sync.table("todoitem")
-            try todos.insert(["id": "k1", "text": "new"])
-            server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/todoitem")
-            server.tableFaults.inject(.loseResponse, method: "GET", pathPrefix: "/tables/todoitem/k1")
-            let conflicts = Mutex(0)
-            let pushed = await device.sync.push(onConflict: { conflict in
-                conflicts.withLock { $0 += 1 }
-                return await ConflictPolicy.serverWins(conflict)
-            })
-            #expect(conflicts.withLock { $0 } == 0)
-            #expect(pushed.outcomes.map(\.result) == [.ok], "\(pushed.outcomes) \(pushed.abortReason ?? "")")
-            #expect(try device.sync.operations().isEmpty)
-            let rows = try await serverRows(port)
-            #expect(rows.count == 1)
-            #expect(todos.lookup("k1")?.text("version") == rows.first?.1.version)
         }
     }
 

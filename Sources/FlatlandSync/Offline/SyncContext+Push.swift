@@ -631,29 +631,19 @@ extension SyncContext {
             // The first attempt may have been committed with its answer lost (a POST answered 409
             // now, a PATCH whose If-Match its own write made stale): the error's body proves
             // nothing, the server's row does.
-            // Compared with what was sent: the local row may hold a later change by now.
-            let local = sent ?? engine.row(engine.storeID(operation.itemID))
-            // When the read fails too, the error's own row (a 409 or 412 carries the server's
-            // row) is the best evidence there is; if it is not this write's, nothing is settled:
-            // the operation stays attempted, checked again by the next push, rather than handed to
-            // the conflict handler as a conflict that may be this write's own first arrival.
-            let fetched = await fetch(operation.itemID, engine: engine, deadline: deadline)
-            if let row = fetched ?? serverItem, let local, OfflineTable.sameData(local, row) {
-                if (try? await commitAnswers([(operation, WriteAnswer(status: 200, row: row))], engine: engine))
-                    != nil
-                {
-                    outcome.result = .ok
-                    return .next
+            if let fetched = await fetch(operation.itemID, engine: engine, deadline: deadline) {
+                // Compared with what was sent: the local row may hold a later change by now.
+                let local = sent ?? engine.row(engine.storeID(operation.itemID))
+                if let local, OfflineTable.sameData(local, fetched) {
+                    if (try? await commitAnswers([(operation, WriteAnswer(status: 200, row: fetched))], engine: engine))
+                        != nil
+                    {
+                        outcome.result = .ok
+                        return .next
+                    }
                 }
+                serverItem = fetched
             }
-            guard let fetched else {
-                _ = try? await queueWrite { db in try SyncQueue.apply(.answerLost, db, sequence: sequence) }
-                outcome.result = .error
-                return .abort(
-                    "the server's row \(operation.itemID) could not be read to check a write sent twice; the next push checks it"
-                )
-            }
-            serverItem = fetched
         }
         let conflict = SyncConflict(
             operation: operation, status: error.status ?? 0,
