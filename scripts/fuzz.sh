@@ -195,12 +195,21 @@ run() {
     "$OUT/$name" "$corpus" -dict="$OUT/json.dict" -max_total_time="$SECONDS_TO_RUN" -max_len="$max_len" -timeout=10 \
         -artifact_prefix="$OUT/artifacts/$name-" -print_final_stats=1 >"$log" 2>&1
     local status=$?
-    grep -E '^(==[0-9]+==ERROR|SUMMARY|Fatal error|.*fatal error|artifact_prefix|Test unit written)' "$log" || true
+    # A trap's message follows its file and line (`main.swift:12: Fatal error: ...`).
+    grep -E '(^==[0-9]+==ERROR|^SUMMARY|[Ff]atal error|^artifact_prefix|^Test unit written)' "$log" || true
     grep -E '^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)' "$log" | sort -u || true
     local runs
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     if [ "$status" -ne 0 ]; then
         echo "summary: $name: ${runs:-?} executions, crash found (status $status); artifacts in $OUT/artifacts" >&2
+        # CI keeps only this output: the crashing input, in base64, to replay it with
+        # `base64 -d >crash && $OUT/$name crash`.
+        local unit
+        unit=$(sed -n 's/.*Test unit written to \([^ ]*\).*/\1/p' "$log" | tail -1)
+        if [ -n "$unit" ] && [ -f "$unit" ] && [ "$(wc -c <"$unit")" -le 20000 ]; then
+            echo "crashing input (base64):" >&2
+            base64 -w 100 "$unit" >&2
+        fi
     else
         echo "summary: $name: ${runs:-?} executions in $SECONDS_TO_RUN s, 0 crashes"
     fi
