@@ -178,6 +178,13 @@ printf '\x04\x01\x00[{"uuid":"x-2",%s},{"uuid":"x-2",%s}]' "$(members 500 a)" "$
 i=$((i + 1))
 printf '\x00\x2a\x3f[{"uuid":"u-1","name":"%s"},{"uuid":"x-3","text":"%s"}]' "$(repeat n 8000)" \
     "$(repeat t 8000)" >"$INGEST_CORPUS/seed-$i"
+# A bracket past a small depth limit that is also out of place (found by this fuzzer: in small
+# chunks it was the depth error, whole, through the fast path (128 bytes or more), the syntax
+# error).
+i=$((i + 1))
+printf '\x61\x01\x00%s' \
+    '{"a":{"b":{"c":{"uuid":"u-7","friends":[{"uuid":"u-8"{"uuid":"u-7","friends":[{"uuid":"u-8","device":{","device":{"ruid":"d-8"}}]}}}}' \
+    >"$INGEST_CORPUS/seed-$i"
 # Ingest seeds for the rule resolver (option bit 7): ids by position, nesting and type.
 for header in '\x80\x07\x03' '\x84\x2a\x01' '\x89\x11\x3f' '\x82\x05\x08' '\xa0\x63\x02'; do
     i=$((i + 1))

@@ -43,6 +43,23 @@ import Testing
         check(#"[[["[[[[", {"k":"]]]]"}]]]"#.bytes, JSONLimits(maxDepth: 4), code: nil)
     }
 
+    /// A bracket past the depth limit that is itself out of place is a syntax error, in any
+    /// chunking: libyajl would never open its level. (Found by the ingest fuzzer: read whole, by
+    /// the fast path, it was the syntax error; read in small chunks, the states stopped at the
+    /// bracket before libyajl read it, and said the nesting was too deep.)
+    @Test func aBracketPastTheDepthLimitThatIsOutOfPlaceIsASyntaxError() {
+        let limits = JSONLimits(maxDepth: 6)
+        // Long enough for the fast path (128 bytes) when read whole.
+        let padding = String(repeating: " ", count: 140)
+        let misplaced = #"{"a":{"b":{"c":{"d":"e","f":[{"g":"h"{"i":1}}]}}}}"# + padding
+        check(misplaced.bytes, limits, code: .syntax, at: 37)
+        check(("[[[[[[1[]]]]]]]" + padding).bytes, limits, code: .syntax, at: 7)
+        // In place, the same bracket is the depth error.
+        let inPlace = #"{"a":{"b":{"c":{"d":"e","f":[{"g":"h","x":{"i":1}}]}}}}"# + padding
+        check(inPlace.bytes, limits, code: .depth, at: 42)
+        check(("[[[[[[1,[]]]]]]]" + padding).bytes, limits, code: .depth, at: 8)
+    }
+
     @Test func stringLength() {
         let limits = JSONLimits(maxStringLength: 8)
         check(#"["12345678"]"#.bytes, limits, code: nil)
