@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 
 /// Reads a Flatland store through a GRDB reader: the live pool, or a snapshot of it.
-final class SQLiteRecordReader: StoredRecordSource, @unchecked Sendable {
+final class SQLiteRecordReader: StoredRecordSource, Sendable {
     let reader: any DatabaseReader
     let path: String
 
