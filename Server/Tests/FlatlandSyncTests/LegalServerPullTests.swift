@@ -69,7 +69,9 @@ struct LegalServerPullTests {
         var failures = 0
         while true {
             do {
-                _ = try await withTimeLimit(60) { try await table.pull(queryID: "all", pageSize: pageSize) }
+                _ = try await withTimeLimit(hangGuardSeconds) {
+                    try await table.pull(queryID: "all", pageSize: pageSize)
+                }
                 return
             } catch let error as SyncError where error.code == .http && failures < 3 {
                 failures += 1
@@ -88,7 +90,7 @@ struct LegalServerPullTests {
         server.insert(count: count)
         try await withLegalDevice(server) { device in
             let table = device.table
-            _ = try await withTimeLimit(60) { try await table.pull(pageSize: pageSize) }
+            _ = try await withTimeLimit(hangGuardSeconds) { try await table.pull(pageSize: pageSize) }
             #expect(device.matchesServer(), "seed \(seed) \(behaviour): missing \(device.missing().prefix(5))")
         }
     }

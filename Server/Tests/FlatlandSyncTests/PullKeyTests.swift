@@ -26,6 +26,12 @@ func withTimeLimit<R: Sendable>(
     }
 }
 
+/// How long a pull these suites make may run before it counts as looping or hung. A guard, not
+/// a speed check: a pull here takes a few seconds alone, but these suites run beside every other
+/// of the bundle on a two-thread cooperative pool, where a loaded machine stretched pulls past a
+/// minute; a pull that loops still fails, after five.
+let hangGuardSeconds = 300.0
+
 struct TimeLimitExceeded: Error, CustomStringConvertible {
     var seconds: Double
     var description: String { "still running after \(seconds) s" }
@@ -55,7 +61,9 @@ struct PullKeyTests {
         let server = LegalServer(.init(protocol: .v2, pageCap: 50, rowsPerTick: 1000))
         server.insert(count: 500)
         try await withLegalDevice(server) { device in
-            _ = try await withTimeLimit(60) { try await device.table.pull(queryID: "all", pageSize: 1000) }
+            _ = try await withTimeLimit(hangGuardSeconds) {
+                try await device.table.pull(queryID: "all", pageSize: 1000)
+            }
             #expect(device.local().count == 500)
             #expect(device.matchesServer())
         }
@@ -128,7 +136,7 @@ struct PullKeyTests {
         try await withLegalDevice(server) { device in
             let table = device.table
             do {
-                _ = try await withTimeLimit(120) { try await table.pull(queryID: "all") }
+                _ = try await withTimeLimit(hangGuardSeconds) { try await table.pull(queryID: "all") }
                 Issue.record("a link to the same page was followed to an end")
             } catch let error as SyncError {
                 #expect(error.code == .noProgress)
@@ -145,7 +153,7 @@ struct PullKeyTests {
         server.insert(count: 120)
         try await withLegalDevice(server) { device in
             let table = device.table
-            _ = try await withTimeLimit(30) { try await table.pull() }
+            _ = try await withTimeLimit(hangGuardSeconds) { try await table.pull() }
             #expect(device.matchesServer())
         }
     }
@@ -160,7 +168,7 @@ struct PullKeyTests {
         try await withLegalDevice(server) { device in
             let table = device.table
             do {
-                _ = try await withTimeLimit(120) {
+                _ = try await withTimeLimit(hangGuardSeconds) {
                     try await table.pull(options: PullOptions(paging: .officialClients))
                 }
                 Issue.record("the same page was read to an end")
@@ -184,7 +192,7 @@ struct PullKeyTests {
             let table = device.table
             let start = ContinuousClock.now
             do {
-                _ = try await withTimeLimit(120) {
+                _ = try await withTimeLimit(hangGuardSeconds) {
                     try await table.pull(queryID: "all", options: PullOptions(requestDeadline: 1))
                 }
                 Issue.record("the trickle was read to its end")
