@@ -97,7 +97,7 @@ public final class JSONStreamParser {
         self.eventContainers = UnsafeMutablePointer<ContainerStack>.allocate(capacity: 1)
         eventContainers.initialize(to: ContainerStack())
         // The parser is alive through every `yajl_parse` that calls back into it.
-        self.yajl = yajl_alloc(yajlCallbacks, nil, Unretained(self).address)
+        self.yajl = yajl_alloc(yajlCallbacks.pointer, nil, Unretained(self).address)
         yajl_config_set(yajl, yajl_dont_validate_strings, true)
         yajl_config_set(yajl, yajl_allow_comments, options.allowComments)
         yajl_config_set(yajl, yajl_allow_multiple_values, options.allowMultipleValues)
@@ -782,24 +782,21 @@ private func withParser(_ context: UnsafeMutableRawPointer?, _ body: (JSONStream
 }
 
 /// libyajl keeps a pointer to its callbacks: one table for the life of the process.
-nonisolated(unsafe) private let yajlCallbacks: UnsafeMutablePointer<yajl_callbacks> = {
-    let table = UnsafeMutablePointer<yajl_callbacks>.allocate(capacity: 1)
-    table.initialize(
-        to: yajl_callbacks(
-            yajl_null: { context in withParser(context) { $0.onEvent(4) } },
-            yajl_boolean: { context, value in withParser(context) { $0.onEvent(value == 0 ? 5 : 6) } },
-            yajl_integer: nil,
-            yajl_double: nil,
-            yajl_number: { context, a, b in withParser(context) { $0.onNumber(a, b) } },
-            yajl_string: { context, a, b in withParser(context) { $0.onString(a, b, isKey: false) } },
-            yajl_start_map: { context in withParser(context) { $0.onEvent(0) } },
-            yajl_map_key: { context, a, b in withParser(context) { $0.onString(a, b, isKey: true) } },
-            yajl_end_map: { context in withParser(context) { $0.onEvent(1) } },
-            yajl_start_array: { context in withParser(context) { $0.onEvent(2) } },
-            yajl_end_array: { context in withParser(context) { $0.onEvent(3) } }
-        ))
-    return table
-}()
+private let yajlCallbacks = ImmortalTable(
+    count: 1,
+    initial: yajl_callbacks(
+        yajl_null: { context in withParser(context) { $0.onEvent(4) } },
+        yajl_boolean: { context, value in withParser(context) { $0.onEvent(value == 0 ? 5 : 6) } },
+        yajl_integer: nil,
+        yajl_double: nil,
+        yajl_number: { context, a, b in withParser(context) { $0.onNumber(a, b) } },
+        yajl_string: { context, a, b in withParser(context) { $0.onString(a, b, isKey: false) } },
+        yajl_start_map: { context in withParser(context) { $0.onEvent(0) } },
+        yajl_map_key: { context, a, b in withParser(context) { $0.onString(a, b, isKey: true) } },
+        yajl_end_map: { context in withParser(context) { $0.onEvent(1) } },
+        yajl_start_array: { context in withParser(context) { $0.onEvent(2) } },
+        yajl_end_array: { context in withParser(context) { $0.onEvent(3) } }
+    ))
 
 extension String {
     var trimmingSpaces: String {

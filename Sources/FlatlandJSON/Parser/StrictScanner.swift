@@ -103,9 +103,7 @@ struct StrictScanner {
     }
 
     /// Byte classes outside strings: 0 = nothing to do.
-    nonisolated(unsafe) static let valueClass: UnsafePointer<UInt8> = {
-        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
-        t.initialize(repeating: 0, count: 256)
+    static let valueClass = ImmortalTable<UInt8>(count: 256, initial: 0) { t in
         t[Int(UInt8(ascii: "\""))] = 1
         t[Int(UInt8(ascii: "{"))] = 2
         t[Int(UInt8(ascii: "["))] = 3
@@ -118,18 +116,14 @@ struct StrictScanner {
         t[Int(UInt8(ascii: "/"))] = 8
         t[Int(UInt8(ascii: "-"))] = 9
         for d in UInt8(ascii: "0")...UInt8(ascii: "9") { t[Int(d)] = 9 }
-        return UnsafePointer(t)
-    }()
+    }
 
     /// Byte classes inside strings: 0 = an ordinary byte.
-    nonisolated(unsafe) static let stringClass: UnsafePointer<UInt8> = {
-        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
-        t.initialize(repeating: 0, count: 256)
+    static let stringClass = ImmortalTable<UInt8>(count: 256, initial: 0) { t in
         t[Int(UInt8(ascii: "\""))] = 1
         t[Int(UInt8(ascii: "\\"))] = 2
         for b in 0x80...0xFF { t[b] = 3 }
-        return UnsafePointer(t)
-    }()
+    }
 
     var stringLimit: Int { stringIsKey ? maxKeyLength : maxStringLength }
 
@@ -394,14 +388,11 @@ struct StrictScanner {
 
     /// Bit 0: a byte of a number (`0-9 + - . e E`); bit 1: a byte of a number or a literal
     /// (`true`, `false`, `null`), that is also any ASCII letter.
-    nonisolated(unsafe) static let tokenClass: UnsafePointer<UInt8> = {
-        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
-        t.initialize(repeating: 0, count: 256)
+    static let tokenClass = ImmortalTable<UInt8>(count: 256, initial: 0) { t in
         for b in Array("0123456789+-.eE".utf8) { t[Int(b)] = 3 }
         for b in UInt8(ascii: "a")...UInt8(ascii: "z") where t[Int(b)] == 0 { t[Int(b)] = 2 }
         for b in UInt8(ascii: "A")...UInt8(ascii: "Z") where t[Int(b)] == 0 { t[Int(b)] = 2 }
-        return UnsafePointer(t)
-    }()
+    }
 
     @inline(__always)
     static func isNumberByte(_ b: UInt8) -> Bool { tokenClass[Int(b)] & 1 != 0 }
