@@ -176,7 +176,11 @@ public final class SampleServer: Sendable {
         return Application(
             responder: CallbackResponder<ChannelRequestContext> { request, context in
                 let start = ContinuousClock.now
-                let response = await api.respond(to: request, channel: context.channel)
+                var response = await api.respond(to: request, channel: context.channel)
+                // A request that closes its connection (`Connection: close`) gets an answer that
+                // says so (RFC 9112 §9.6), and the connection closes after it: a client that
+                // pools connections then never sends its next request on this one.
+                if Self.closesConnection(request.headers) { response.headers[.connection] = "close" }
                 telemetry.served(
                     method: request.method.rawValue, path: request.uri.path, status: response.status.code, since: start)
                 return response
@@ -190,6 +194,12 @@ public final class SampleServer: Sendable {
                 onStart(port)
             },
             logger: Self.logger)
+    }
+
+    /// Whether a request closes its connection after its answer: its `Connection` field is
+    /// `close`, as Hummingbird reads it (the only form it closes the connection for).
+    static func closesConnection(_ headers: HTTPFields) -> Bool {
+        headers[.connection] == "close"
     }
 
     private static var logger: Logger {
