@@ -5,6 +5,7 @@ import FlatlandServer
 import FlatlandServerTesting
 import FlatlandSync
 import Foundation
+import Synchronization
 import Testing
 
 /// A write whose connection closes before any answer (a lost answer, or a kept-alive connection
@@ -62,6 +63,55 @@ struct ResendTests {
             default:
                 #expect(rows.isEmpty)
             }
+        }
+    }
+
+    /// Sent again after a lost answer, an insert meets the 409 and an update the 412 of its own
+    /// first arrival, and the read of the server's row that tells the two apart fails too. That
+    /// is no conflict: the operation stays attempted, the push stops, and the next push (the
+    /// read answered) settles it as applied, the handler never hearing of it. (A failed read
+    /// once sent it to the handler as a conflict: server-wins reported a write refused that the
+    /// server held, seed 169 of the simulation.)
+    @Test(
+        "a write sent again that meets its own 409 or 412 and cannot read the server's row stays attempted, never a conflict",
+        arguments: ["POST", "PATCH"])
+    func aResentWriteMeetingItsOwnRefusalUncheckedStaysAttempted(_ method: String) async throws {
+        try await withKeylessServer { server, port, device in
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "k0", "text": "seed"])
+            #expect(await device.sync.push().succeeded)
+            let id = method == "POST" ? "k1" : "k0"
+            if method == "POST" {
+                try todos.insert(["id": "k1", "text": "new"])
+            } else {
+                try todos.update(["id": "k0", "text": "edited"])
+            }
+            let text = method == "POST" ? "new" : "edited"
+            // The write is applied and its answer lost; sent again, it meets its own 409/412;
+            // the read of the row that would prove it is lost too.
+            server.tableFaults.inject(.loseResponse, method: method, pathPrefix: "/tables/todoitem")
+            server.tableFaults.inject(.loseResponse, method: "GET", pathPrefix: "/tables/todoitem/\(id)")
+            let conflicts = Mutex(0)
+            let handler: ConflictHandler = { conflict in
+                conflicts.withLock { $0 += 1 }
+                return await ConflictPolicy.serverWins(conflict)
+            }
+            let pushed = await device.sync.push(onConflict: handler)
+            #expect(conflicts.withLock { $0 } == 0, "\(pushed.outcomes)")
+            #expect(pushed.aborted)
+            #expect(pushed.outcomes.map(\.result) == [.error], "\(pushed.outcomes)")
+            #expect(pushed.outcomes.first?.status == (method == "POST" ? 409 : 412))
+            #expect(try device.sync.operations().map(\.state) == [.attempted])
+            #expect(todos.lookup(id)?.text("text") == text)
+            // The next push reads the row: the write is its own, settled, still no conflict.
+            let next = await device.sync.push(onConflict: handler)
+            #expect(conflicts.withLock { $0 } == 0, "\(next.outcomes)")
+            #expect(next.succeeded, "\(next.abortReason ?? "") \(next.outcomes)")
+            #expect(next.outcomes.map(\.result) == [.ok])
+            #expect(try device.sync.operations().isEmpty)
+            let rows = Dictionary(try await serverRows(port), uniquingKeysWith: { a, _ in a })
+            #expect(rows[id]?.text == text)
+            #expect(todos.lookup(id)?.text("version") == rows[id]?.version)
         }
     }
 

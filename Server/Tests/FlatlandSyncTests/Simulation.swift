@@ -677,6 +677,9 @@ struct Simulation {
             case .resolved where clientWins && outcome.status != 409: acknowledged = true
             case .resolved: continue  // the server's row stays; this write was refused
             case .error where outcome.status == nil: acknowledged = false
+            // (Sent twice, refused by what may be its own first arrival, not checked: a read of
+            // the row failed. Maybe applied, as a lost answer; the next push checks it.)
+            case .error where outcome.status == 409 || outcome.status == 412: acknowledged = false
             case .error, .conflict, .uncertain: continue
             }
             guard let key = sent?.key ?? keys[outcome.sequence] else {
@@ -706,9 +709,12 @@ struct Simulation {
         }.count
         let ownWrites = pushed.outcomes.filter { $0.result == .ok && ($0.status == 409 || $0.status == 412) }.count
         let standing = pushed.outcomes.filter { $0.result == .resolved && $0.kind == .update && $0.status == 409 }.count
+        // (A write sent twice whose 409/412 could not be checked, a read of its row failing:
+        // neither its own nor a conflict yet; it stays attempted, and the next push checks it.)
+        let unchecked = pushed.outcomes.filter { $0.result == .error && ($0.status == 409 || $0.status == 412) }.count
         let toHandler = conflicts.count - handled
         // (A device killed mid-push may die between a conflict's answer and its handler.)
-        if !killed, writeConflicts != toHandler + ownWrites + standing {
+        if !killed, writeConflicts != toHandler + ownWrites + standing + unchecked {
             throw fail(
                 "device \(device.number): the server answered \(writeConflicts) conflicts, the handler saw "
                     + "\(toHandler), \(ownWrites) were the device's own writes: \(pushed.outcomes)")

@@ -627,22 +627,41 @@ extension SyncContext {
             return .next
         }
         var serverItem = gone ? nil : error.serverItemJSON
-        if !gone, replay, operation.kind == .insert || operation.kind == .update {
-            // The first attempt may have been committed with its answer lost (a POST answered 409
-            // now, a PATCH whose If-Match its own write made stale): the error's body proves
-            // nothing, the server's row does.
-            if let fetched = await fetch(operation.itemID, engine: engine, deadline: deadline) {
-                // Compared with what was sent: the local row may hold a later change by now.
-                let local = sent ?? engine.row(engine.storeID(operation.itemID))
-                if let local, OfflineTable.sameData(local, fetched) {
-                    if (try? await commitAnswers([(operation, WriteAnswer(status: 200, row: fetched))], engine: engine))
-                        != nil
-                    {
-                        outcome.result = .ok
-                        return .next
-                    }
+        if !gone, replay {
+            // Sent before with its answer lost, this 409 or 412 may be the write's own first
+            // arrival (a POST whose row is there now, a PATCH or a DELETE whose If-Match its own
+            // write made stale): the error's body proves nothing, the server's row read now does.
+            switch await checkReplay(operation, sent: sent, engine: engine, deadline: deadline) {
+            case .applied(let row):
+                // Its own first arrival: applied once, taken as its answer, never a conflict.
+                let settled: Bool
+                if operation.kind == .delete {
+                    settled = (try? await queueWrite { db in try SyncQueue.remove(db, sequence: sequence) }) != nil
+                } else {
+                    let answer = WriteAnswer(status: 200, row: row)
+                    settled = (try? await commitAnswers([(operation, answer)], engine: engine)) != nil
                 }
-                serverItem = fetched
+                guard settled else {
+                    // Applied on the server, not taken locally: attempted, checked again next push.
+                    _ = try? await queueWrite { db in try SyncQueue.apply(.answerLost, db, sequence: sequence) }
+                    outcome.result = .error
+                    return .next
+                }
+                outcome.result = .ok
+                return .next
+            case .differs(let row):
+                // Another write's: a conflict, over the server's row as read (or, when it has
+                // none, the error's).
+                if let row { serverItem = row }
+            case .unknown(let reason):
+                // Not known to be its own, nor another's: no conflict is made of it. It stays
+                // attempted (maybe applied), the push stops, and the next push checks it again.
+                _ = try? await queueWrite { db in try SyncQueue.apply(.answerLost, db, sequence: sequence) }
+                outcome.result = .error
+                return .abort(
+                    "\(operation.kind) \(operation.itemID), sent twice, was answered \(error.status ?? 0) and the "
+                        + "server's row could not be read to tell its own first arrival from a conflict (\(reason)); "
+                        + "it stays attempted for the next push")
             }
         }
         let conflict = SyncConflict(
@@ -782,19 +801,77 @@ extension SyncContext {
         }
     }
 
-    /// The server's row, read as JSON without touching the store; nil when it cannot be read
-    /// (within `deadline` seconds).
-    func fetch(_ id: String, engine: TableEngine, deadline: TimeInterval) async -> JSONObject? {
-        guard let path = try? engine.rowPath(id) else { return nil }
+    /// What a read of one server row found.
+    enum FetchedRow: Sendable {
+        /// The server's row.
+        case present(JSONObject)
+        /// The server has no such row, or keeps it deleted (404, 410).
+        case absent
+        /// The read failed (the network, its deadline, another status, a body that is not a
+        /// row): nothing is known of the row. Why, for the push's abort reason.
+        case unreadable(String)
+    }
+
+    /// The server's row, read as JSON without touching the store, within `deadline` seconds.
+    /// "No such row" and "the read failed" are told apart: only the first says anything of it.
+    func fetch(_ id: String, engine: TableEngine, deadline: TimeInterval) async -> FetchedRow {
+        let path: String
+        do { path = try engine.rowPath(id) } catch { return .unreadable("\(error)") }
         let session = self.session
-        let fetched = await RequestDeadline.run(deadline) { () async -> JSONObject? in
-            guard let result = try? await session.send(.get, path, consuming: .json()),
-                case .object(let row)? = result.json
-            else { return nil }
-            return row
+        let fetched = await RequestDeadline.run(deadline) { () async -> FetchedRow in
+            do throws(HTTPError) {
+                let result = try await session.send(.get, path, consuming: .json())
+                guard case .object(let row)? = result.json else {
+                    return .unreadable("GET \(path) answered \(result.status) without a row")
+                }
+                return .present(row)
+            } catch {
+                if error.code == .status, error.status == 404 || error.status == 410 { return .absent }
+                return .unreadable("GET \(path): \(error.message)")
+            }
         }
-        guard case .finished(let row) = fetched else { return nil }
+        guard case .finished(let row) = fetched else {
+            return .unreadable("GET \(path) had no answer within its deadline of \(deadline) s")
+        }
         return row
+    }
+
+    /// What the server's row, read now, says of a write sent before (its answer lost) and
+    /// refused with 409 or 412 when sent again.
+    enum ReplayCheck: Sendable {
+        /// The server holds exactly what was sent (for a delete: no live row): the refusal is
+        /// the write's own first arrival. The row, for an insert or an update.
+        case applied(JSONObject?)
+        /// The server holds something else: a conflict. Its row (nil: it has none).
+        case differs(JSONObject?)
+        /// The row could not be read: neither is known. Why.
+        case unknown(String)
+    }
+
+    /// Checks a write sent before against the server's row read now: an insert or an update
+    /// whose data the row holds (`sent`, else the local row: it may hold a later change by
+    /// now), a delete whose row is absent or deleted, is applied.
+    func checkReplay(_ operation: SyncOperation, sent: JSONObject?, engine: TableEngine, deadline: TimeInterval)
+        async -> ReplayCheck
+    {
+        let fetched = await fetch(operation.itemID, engine: engine, deadline: deadline)
+        switch (operation.kind, fetched) {
+        case (_, .unreadable(let reason)):
+            return .unknown(reason)
+        case (.delete, .absent):
+            return .applied(nil)
+        case (.delete, .present(let row)):
+            let deleted = engine.wireName(.deleted).map { row[$0] == .bool(true) } ?? false
+            return deleted ? .applied(nil) : .differs(row)
+        case (_, .absent):
+            return .differs(nil)
+        case (_, .present(let row)):
+            let deleted = engine.wireName(.deleted).map { row[$0] == .bool(true) } ?? false
+            guard !deleted, let local = sent ?? engine.row(engine.storeID(operation.itemID)),
+                OfflineTable.sameData(local, row)
+            else { return .differs(row) }
+            return .applied(row)
+        }
     }
 
     /// Whether a write whose answer was lost can be sent again without being applied twice: an
