@@ -712,9 +712,18 @@ struct Simulation {
         // (A write sent twice whose 409/412 could not be checked, a read of its row failing:
         // neither its own nor a conflict yet; it stays attempted, and the next push checks it.)
         let unchecked = pushed.outcomes.filter { $0.result == .error && ($0.status == 409 || $0.status == 412) }.count
+        // (Client wins: the write sent again over the server's version may lose its answer too,
+        // and be sent once more; its 412 is then its own arrival, checked, and the outcome is
+        // resolved with that 412: one conflict to the handler, one own write.)
+        let ownAfterClientWins =
+            clientWins
+            ? pushed.outcomes.filter {
+                $0.result == .resolved && ($0.status == 409 || $0.status == 412)
+                    && !($0.kind == .update && $0.status == 409)
+            }.count : 0
         let toHandler = conflicts.count - handled
         // (A device killed mid-push may die between a conflict's answer and its handler.)
-        if !killed, writeConflicts != toHandler + ownWrites + standing + unchecked {
+        if !killed, writeConflicts != toHandler + ownWrites + ownAfterClientWins + standing + unchecked {
             throw fail(
                 "device \(device.number): the server answered \(writeConflicts) conflicts, the handler saw "
                     + "\(toHandler), \(ownWrites) were the device's own writes: \(pushed.outcomes)")
