@@ -53,7 +53,8 @@ struct BatchPushTests {
             try todos.update(["id": "u", "text": "2"])
             let updateKey = try #require(try device.sync.operations().first?.key)
             #expect(updateKey != key)
-            server.tableFaults.inject(.loseResponse, method: "PATCH")
+            // Both the attempt and its immediate resend lose their answers: the push stops.
+            server.tableFaults.inject(.loseResponse, method: "PATCH", times: 2)
             #expect(await device.sync.push().aborted)
             #expect(try device.sync.operations().first?.key == updateKey)
             let replayed = await device.sync.push()
@@ -70,7 +71,8 @@ struct BatchPushTests {
             // answer (200), not a 404.
             try todos.delete("u")
             let deleteKey = try #require(try device.sync.operations().first?.key)
-            server.tableFaults.inject(.loseResponse, method: "DELETE")
+            // Both the attempt and its immediate resend lose their answers: the push stops.
+            server.tableFaults.inject(.loseResponse, method: "DELETE", times: 2)
             #expect(await device.sync.push().aborted)
             #expect(server.tableFaults.pending == 0)
             let deleted = await device.sync.push()
@@ -153,7 +155,8 @@ struct BatchPushTests {
             let base = try #require(counter(todos.lookup("x")?.text("version")))
             try todos.update(["id": "x", "text": "2"])
             for i in 0..<4 { try todos.insert(["id": .string("r\(i)"), "text": "new"]) }
-            server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/$batch")
+            // Both the attempt and its immediate resend lose their answers: the push stops.
+            server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/$batch", times: 2)
             let lost = await device.sync.push()
             #expect(lost.aborted)
             #expect(try device.sync.operations().map(\.state) == Array(repeating: .attempted, count: 5))
@@ -161,7 +164,7 @@ struct BatchPushTests {
             #expect(again.succeeded)
             #expect(again.outcomes.map(\.status) == [200, 201, 201, 201, 201])
             #expect(try device.sync.operations().isEmpty)
-            #expect(count(log, .post, "/tables/$batch") == 2)
+            #expect(count(log, .post, "/tables/$batch") == 3)
             let row = try #require(try await serverRow("x", port: port))
             #expect(row.text("text") == "2")
             // The update was written once, before the four inserts.
@@ -307,7 +310,8 @@ struct BatchPushTests {
             let device = try Device(port: port, filters: [noKeys])
             defer { device.remove() }
             try device.sync.table("todoitem").insert(["id": "lost", "text": "once"])
-            server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/todoitem")
+            // Both the attempt and its immediate resend lose their answers: the push stops.
+            server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/todoitem", times: 2)
             #expect(await device.sync.push().aborted)
             let second = await device.sync.push()
             #expect(second.outcomes.first?.status == 409 && second.outcomes.first?.result == .ok)

@@ -62,7 +62,8 @@ struct FaultTests {
         try await withDevice { server, port, device in
             try await seed(device, ["a", "b"])
             try device.table.delete("a")
-            server.tableFaults.inject(.loseResponse, method: "DELETE")
+            // Both the attempt and its immediate resend lose their answers: the push stops.
+            server.tableFaults.inject(.loseResponse, method: "DELETE", times: 2)
             let first = await device.sync.push()
             #expect(first.aborted)
             #expect(try device.sync.operations().map(\.state) == [.attempted])
@@ -84,7 +85,8 @@ struct FaultTests {
         try await withDevice { server, port, device in
             try await seed(device, ["u"])
             try device.table.update(["id": "u", "text": "second"])
-            server.tableFaults.inject(.loseResponse, method: "PATCH")
+            // Both the attempt and its immediate resend lose their answers: the push stops.
+            server.tableFaults.inject(.loseResponse, method: "PATCH", times: 2)
             #expect(await device.sync.push().aborted)
             // Edited again offline: queued behind the attempted update (which may have been
             // applied), never merged into it.

@@ -197,7 +197,8 @@ struct OfflineTests {
             defer { device.remove() }
             let todos = device.sync.table("todoitem")
             try todos.insert(["id": "lost", "text": "once"])
-            server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/todoitem")
+            // Both the attempt and its immediate resend lose their answers: the push stops.
+            server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/todoitem", times: 2)
             let first = await device.sync.push()
             #expect(first.aborted)
             #expect(try device.sync.operations().first?.state == .attempted)
@@ -662,7 +663,8 @@ struct PushFaultTests {
             try todos.insert(["id": "u", "text": "1"])
             #expect(await device.sync.push().succeeded)
             try todos.update(["id": "u", "text": "2"])
-            server.tableFaults.inject(.loseResponse, method: "PATCH")
+            // Both the attempt and its immediate resend lose their answers: the push stops.
+            server.tableFaults.inject(.loseResponse, method: "PATCH", times: 2)
             #expect(await device.sync.push().aborted)
             let second = await device.sync.push()
             #expect(second.succeeded)

@@ -99,15 +99,18 @@ struct PushLifecycleTests {
                 try todos.insert(["id": "k1", "text": "new"])
             }
             server.tableFaults.inject(.loseResponse, method: method, pathPrefix: "/tables/todoitem")
+            let path = method == "PATCH" ? "/tables/todoitem/k0" : "/tables/todoitem"
+            let before = server.testControls.requestCount(method, path)
             let started = ContinuousClock.now
             let first = await device.sync.push()
             let waited = ContinuousClock.now - started
-            #expect(first.aborted)
-            // A lost answer, seen as one at once: not a request stalled until its timeout.
+            // A lost answer, seen as one at once (not a request stalled until its timeout), and
+            // sent again at once with its body (its id or its If-Match makes that safe).
             #expect(waited < .seconds(15), "the push waited \(waited): \(first.abortReason ?? "")")
-            #expect(first.abortReason?.contains("no answer") == true, "\(first.abortReason ?? "")")
-            let second = await device.sync.push()
-            #expect(second.succeeded, "\(second)")
+            #expect(first.succeeded, "\(first)")
+            // (Two at least: libcurl's own attempt to send it again on the dead connection, which
+            // the transport cuts, may reach the server as a head without its body.)
+            #expect(server.testControls.requestCount(method, path) - before >= 2)
             let rows = Dictionary(try await serverRows(port), uniquingKeysWith: { a, _ in a })
             #expect(rows["k0"]?.text == (method == "PATCH" ? "edited" : "seed"))
             if method == "POST" { #expect(rows["k1"]?.text == "new") }

@@ -132,7 +132,9 @@ struct UncertainOperationTests {
             defer { device.remove() }
             let todos = device.sync.table("todoitem", serverAssignsIDs: true)
             try todos.insert(["text": "keyed"])
-            server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/todoitem")
+            // Both the attempt and its immediate resend lose their answers: the push stops, and
+            // the next one sends it again under its key.
+            server.tableFaults.inject(.loseResponse, method: "POST", pathPrefix: "/tables/todoitem", times: 2)
             #expect(await device.sync.push().aborted)
             #expect(await device.sync.push().succeeded)
             #expect(try await serverRows(port).count == 1)

@@ -195,9 +195,21 @@ extension OfflineTable {
         }
     }
 
+    /// Whether the device holds a server row as the server sent it: the same version, or no
+    /// row for a deleted one.
+    static func holds(_ local: JSONObject?, version: JSONValue?, deleted: Bool, versionName: String?) -> Bool {
+        if deleted { return local == nil }
+        guard let local, let versionName, let version, case .string = version else { return false }
+        return local[versionName] == version
+    }
+
     /// What one page's rows did, counted as they were read.
     struct PageTally: Sendable {
+        /// The rows read (``unchanged`` included).
         var rows = 0
+        /// The rows of the pull's first tick read again that the device holds as they are
+        /// (``PageRequest/boundary``): neither written nor counted in the pull's rows.
+        var unchanged = 0
         var skipped = 0
         /// The store ids of the rows marked deleted (removed by the commit where they exist).
         var deletedIDs: [String] = []
@@ -222,6 +234,9 @@ extension OfflineTable {
         var isLink = false
         /// Whether the page's rows are listed, to check that it brings one the pull had not read.
         var collectsRows = false
+        /// The `updatedAt` the pull started from when it read that tick again (its key had no
+        /// id): a row of it that the device holds as it is counts as no change.
+        var boundary: TableTimestamp?
     }
 
     /// A page read to its end and not yet committed.
@@ -290,6 +305,8 @@ extension OfflineTable {
         }
         let tally = Mutex(PageTally())
         let prefix = engine.prefix
+        let versionName = engine.wireName(.version)
+        let boundary = request.boundary
         let condition: @Sendable (IncomingEntity) -> Bool = { entity in
             // The two system fields read alone, typed or untyped: building every row's fields
             // as values (a typed row's written out as JSON and parsed again) cost the pull more
@@ -299,6 +316,12 @@ extension OfflineTable {
             let id = TableRowID.serverID(fromStoreID: entity.id, prefix: prefix)
             var stamp: TableTimestamp?
             if case .string(let text)? = updated { stamp = try? TableTimestamp(parsing: text) }
+            // A row of the tick the pull started from, read again, that the device has as it is.
+            let unchanged =
+                boundary != nil && stamp == boundary
+                && OfflineTable.holds(
+                    engine.row(entity.id), version: versionName.flatMap { entity.field($0) },
+                    deleted: deleted == .bool(true), versionName: versionName)
             return tally.withLock { t in
                 t.rows += 1
                 t.last = (stamp, id)
@@ -308,6 +331,10 @@ extension OfflineTable {
                     // One id twice in a page: the later copy wins, whichever comes first.
                     if let earlier = t.stamps[id], earlier > stamp { return false }
                     t.stamps[id] = stamp
+                }
+                if unchanged {
+                    t.unchanged += 1
+                    return false
                 }
                 if pending.contains(id) {
                     t.skipped += 1

@@ -24,6 +24,9 @@ struct PullRun {
     private var pageSize = 0
     /// Every path asked for: a link to one of them is a loop.
     private var asked: Set<String> = []
+    /// The tick a pull by key started from when its key had no id (a pull after one that
+    /// ended): its rows are read again, and those the device holds as they are count as none.
+    private var boundary: TableTimestamp?
     /// Official-client paging: the token (largest `updatedAt` seen).
     private var token: TableTimestamp?
     /// The rows (`updatedAt` and id) of the pages that must bring a new one: every page of
@@ -43,6 +46,7 @@ struct PullRun {
         pageSize = options.pageSize
         if queryID != nil, key == nil { self.result.token = TableTimestamp.epoch.description }
         if options.paging == .officialClients, queryID != nil { token = key?.updatedAt ?? .epoch }
+        if options.paging == .key, let key, key.id == nil { boundary = key.updatedAt }
     }
 
     private var name: String { table.name }
@@ -51,7 +55,8 @@ struct PullRun {
     private mutating func first() throws(SyncError) -> OfflineTable.PageRequest {
         switch options.paging {
         case .key:
-            return OfflineTable.PageRequest(path: try table.keyPath(query, key: key, pageSize: pageSize), start: 0)
+            return OfflineTable.PageRequest(
+                path: try table.keyPath(query, key: key, pageSize: pageSize), start: 0, boundary: boundary)
         case .officialClients:
             return OfflineTable.PageRequest(
                 path: try table.officialPath(query, token: token, skip: 0, pageSize: pageSize), start: 0,
@@ -126,7 +131,7 @@ struct PullRun {
             attempts = 0
             seen.formUnion(page.tally.pairs)
             result.pages += 1
-            result.rows += page.tally.rows
+            result.rows += page.tally.rows - page.tally.unchanged
             result.deleted += removed
             result.skipped += page.tally.skipped
             context.report(.pull(table: name, pages: result.pages, rows: result.rows))
@@ -162,7 +167,7 @@ struct PullRun {
             do {
                 linked = OfflineTable.PageRequest(
                     path: try table.engine.relativePath(ofLink: link, requestPath: request.path),
-                    start: request.start + tally.rows, isLink: true, collectsRows: true)
+                    start: request.start + tally.rows, isLink: true, collectsRows: true, boundary: boundary)
             } catch {
                 throw SyncError(.http, error.message, table: name, tableError: error)
             }
@@ -184,8 +189,14 @@ struct PullRun {
             return (try fromKey(key), nil, nil)
         }
         guard let last = tally.last else {
-            // No row after the key: the end (a link on an empty page is still followed).
-            return (linked, nil, nil)
+            // No row after the key: the end (a link on an empty page is still followed). The
+            // token kept is the key's `updatedAt` without its id: the next pull reads that tick
+            // again, for a server whose clock is coarse gives a row written later in the same
+            // tick the same `updatedAt` (and, with an id before the key's, it would be behind
+            // it). A pull stopped before its end keeps its whole key, and goes on from it.
+            let ended =
+                linked == nil && queryID != nil ? key.map { PullKey(updatedAt: $0.updatedAt, id: nil).token } : nil
+            return (linked, ended, nil)
         }
         guard let stamp = last.updatedAt else {
             throw SyncError(
@@ -214,7 +225,8 @@ struct PullRun {
     private var updatedName: String { table.engine.wireName(.updatedAt) ?? "updatedAt" }
 
     private func fromKey(_ key: PullKey?) throws(SyncError) -> OfflineTable.PageRequest {
-        OfflineTable.PageRequest(path: try table.keyPath(query, key: key, pageSize: pageSize), start: 0)
+        OfflineTable.PageRequest(
+            path: try table.keyPath(query, key: key, pageSize: pageSize), start: 0, boundary: boundary)
     }
 
     /// The token a page raises in official-client paging, if it does.

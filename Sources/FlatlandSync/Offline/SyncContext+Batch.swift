@@ -1,6 +1,7 @@
 import Flatland
 import FlatlandHTTP
 import FlatlandJSON
+import Foundation
 
 /// How a push sends the queue.
 public struct PushOptions: Sendable, Hashable {
@@ -18,6 +19,13 @@ public struct PushOptions: Sendable, Hashable {
     /// The most operations in one batch (``defaultBatchSize`` by default; never more than the
     /// server takes).
     public var batchSize: Int
+    /// The longest one request of the push may take (a write, a `$batch`, the `GET` that checks
+    /// a row after a lost answer, `$capabilities`), from sending it to its answer's last byte,
+    /// in seconds (``PullOptions/defaultRequestDeadline`` by default, as a pull's pages). A
+    /// server that does not answer in time is cut there: the operation stays attempted, its
+    /// answer lost, and the push stops (as on a dropped connection); the next push checks it.
+    /// The session's `Backend.Configuration.timeout` separately cuts an answer that stops.
+    public var requestDeadline: TimeInterval
 
     /// 300 operations: a batch costs a round trip whatever its size, and on a phone's network the
     /// round trip is most of it (at 100 ms, batches of 100 cap a push at 1,000 operations a
@@ -26,9 +34,13 @@ public struct PushOptions: Sendable, Hashable {
     public static let defaultBatchSize = 300
 
     /// Options; every argument has a default.
-    public init(batching: Batching = .automatic, batchSize: Int = PushOptions.defaultBatchSize) {
+    public init(
+        batching: Batching = .automatic, batchSize: Int = PushOptions.defaultBatchSize,
+        requestDeadline: TimeInterval = PullOptions.defaultRequestDeadline
+    ) {
         self.batching = batching
         self.batchSize = batchSize
+        self.requestDeadline = requestDeadline
     }
 }
 
@@ -53,12 +65,22 @@ struct BatchAnswer: Sendable {
 
 extension SyncContext {
     /// The server's capabilities, asked once per context; nil when they cannot be known now
-    /// (the network, a 401: the push will meet the same on its first operation).
-    func capabilities() async -> ServerCapabilities? {
+    /// (the network, a 401, no answer within `deadline` seconds: the push will meet the same on
+    /// its first operation).
+    func capabilities(deadline: TimeInterval = PullOptions.defaultRequestDeadline) async -> ServerCapabilities? {
         if let known = capabilityCache.withLock({ $0 }) { return known }
         var known = ServerCapabilities(maxBatchOperations: nil)
+        let session = self.session
+        let asked = await RequestDeadline.run(deadline) { () async -> Result<HTTPResult, HTTPError> in
+            do throws(HTTPError) {
+                return .success(try await session.send(.get, "/tables/$capabilities", consuming: .json(limit: 1 << 20)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        guard case .finished(let answer) = asked else { return nil }
         do {
-            let result = try await session.send(.get, "/tables/$capabilities", consuming: .json(limit: 1 << 20))
+            let result = try answer.get()
             if case .object(let capabilities)? = result.json {
                 if case .object(let batch)? = capabilities["batch"], case .number(let n)? = batch["maxOperations"] {
                     known.maxBatchOperations = try? n.integer(as: Int.self)
@@ -76,7 +98,7 @@ extension SyncContext {
     /// The largest batch this push sends, or nil for one request per operation.
     func batchLimit(_ options: PushOptions, operations: Int) async -> Int? {
         guard options.batching == .automatic, options.batchSize > 1, operations > 1,
-            let max = await capabilities()?.maxBatchOperations, max > 1
+            let max = await capabilities(deadline: options.requestDeadline)?.maxBatchOperations, max > 1
         else { return nil }
         return min(options.batchSize, max)
     }
@@ -128,7 +150,14 @@ extension SyncContext {
     /// Sends `operations` (each read before and marked sending) in one `POST /tables/$batch`:
     /// each one's answer by its key, or why the batch as a whole failed. The answer is read as
     /// JSON (``ResponseConsumption/json(limit:)``), never through the store.
-    func sendBatch(_ operations: [SyncOperation]) async -> Result<[String: BatchAnswer], TableError<JSONObject>> {
+    /// A batch with no answer within `deadline` seconds fails as one whose connection dropped
+    /// (a transport error): its operations' answers are lost. With `resendable` (no operation of
+    /// it can be applied twice: ``resendCannotDuplicate(_:deadline:)``), a batch whose connection
+    /// closed before any answer is sent again once, at once; `resent` then says so (its answers
+    /// are a replay's).
+    func sendBatch(_ operations: [SyncOperation], deadline: TimeInterval, resendable: Bool) async -> Result<
+        (answers: [String: BatchAnswer], resent: Bool), TableError<JSONObject>
+    > {
         var body: [UInt8] = Array(#"{"operations":["#.utf8)
         var sent: Set<String> = []
         for operation in operations {
@@ -167,15 +196,39 @@ extension SyncContext {
         // v1 names the system properties it wants in the query: the batch asks as each request would.
         let query: String
         do { query = try probe.systemPropertiesQuery() } catch { return .failure(error) }
-        let answer: HTTPResult
-        do {
-            answer = try await session.send(
-                .post, "/tables/$batch" + query, body: body, headers: ["Content-Type": "application/json"],
-                consuming: .json())
-        } catch {
-            return .failure(probe.mapped(error))
+        var answer: HTTPResult?
+        let session = self.session
+        let batch = body
+        var resent = false
+        while answer == nil {
+            let exchanged = await RequestDeadline.run(deadline) { () async -> Result<HTTPResult, HTTPError> in
+                do throws(HTTPError) {
+                    return .success(
+                        try await session.send(
+                            .post, "/tables/$batch" + query, body: batch, headers: ["Content-Type": "application/json"],
+                            consuming: .json()))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch exchanged {
+            case .finished(.success(let result)):
+                answer = result
+            case .finished(.failure(let error)):
+                guard error.code == .transport, resendable, !resent, !Task.isCancelled else {
+                    return .failure(probe.mapped(error))
+                }
+                resent = true
+            case .passed:
+                return .failure(
+                    probe.mapped(
+                        HTTPError(
+                            .transport,
+                            "the batch of \(operations.count) operations had no answer within its deadline of \(deadline) s",
+                            method: .post, endpoint: "/tables/$batch")))
+            }
         }
-        guard case .object(let envelope)? = answer.json, case .array(let results)? = envelope["results"] else {
+        guard case .object(let envelope)? = answer?.json, case .array(let results)? = envelope["results"] else {
             return .failure(probe.failure(.invalidResponse, "the batch's answer has no results"))
         }
         var answers: [String: BatchAnswer] = [:]
@@ -192,6 +245,6 @@ extension SyncContext {
             }
             answers[key] = BatchAnswer(status: status, row: row, errorBody: errorBody)
         }
-        return .success(answers)
+        return .success((answers, resent))
     }
 }

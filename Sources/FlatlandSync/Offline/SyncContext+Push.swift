@@ -2,6 +2,7 @@ import Flatland
 import FlatlandHTTP
 import FlatlandJSON
 import FlatlandSQLite
+import Foundation
 import GRDB
 import Synchronization
 
@@ -144,6 +145,11 @@ extension SyncContext {
         var result = PushResult()
         let telemetry = self.telemetry
         defer { telemetry.pushed(result, context: self) }
+        let deadline = options.requestDeadline
+        guard RequestDeadline.isValid(deadline) else {
+            result.abortReason = "the request deadline is \(deadline) s, not between 0 and a day"
+            return result
+        }
         let operations: [SyncOperation]
         do {
             operations = try await queueRead { db in try SyncQueue.operations(db) }
@@ -180,7 +186,8 @@ extension SyncContext {
             if run.count > 1 {
                 index += run.count
                 let settled = result.outcomes.count
-                let reason = await pushBatch(run, total: operations.count, onConflict: onConflict, into: &result)
+                let reason = await pushBatch(
+                    run, total: operations.count, onConflict: onConflict, deadline: deadline, into: &result)
                 for outcome in result.outcomes[settled...] where !outcome.settles {
                     waiting.insert(RowKey(outcome))
                 }
@@ -207,7 +214,7 @@ extension SyncContext {
                 sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
                 status: nil, result: .ok)
             let step: PushStep
-            switch await action(for: operation) {
+            switch await action(for: operation, deadline: deadline) {
             case .failure(let reason):
                 result.abortReason = "\(reason)"
                 return result
@@ -225,7 +232,8 @@ extension SyncContext {
                 step = .next
             case .success(.send(let replay)):
                 step = await pushOne(
-                    operation, replay: replay, onConflict: onConflict, outcome: &outcome, retriesLeft: 1)
+                    operation, replay: replay, onConflict: onConflict, deadline: deadline, outcome: &outcome,
+                    retriesLeft: 1)
             }
             result.outcomes.append(outcome)
             if !outcome.settles { waiting.insert(RowKey(outcome)) }
@@ -262,10 +270,12 @@ extension SyncContext {
     /// What the push does with `operation` (``OperationLifecycle/action(for:serverHonoursKeys:)``),
     /// asking the server's capabilities only when the answer depends on them; a failure says why
     /// the push stops.
-    func action(for operation: SyncOperation) async -> Result<OperationLifecycle.Action, PushStop> {
+    func action(for operation: SyncOperation, deadline: TimeInterval) async -> Result<
+        OperationLifecycle.Action, PushStop
+    > {
         let withoutKeys = OperationLifecycle.action(for: operation, serverHonoursKeys: false)
         guard withoutKeys == .holdUncertain else { return .success(withoutKeys) }
-        guard let capabilities = await capabilities() else {
+        guard let capabilities = await capabilities(deadline: deadline) else {
             return .failure(PushStop("the server's capabilities could not be read (the network?)"))
         }
         return .success(OperationLifecycle.action(for: operation, serverHonoursKeys: capabilities.idempotencyKeys))
@@ -274,12 +284,13 @@ extension SyncContext {
     /// Sends a run of operations in one batch and settles each answer in order as a single
     /// push would; returns why the push stops, or nil.
     private func pushBatch(
-        _ run: [SyncOperation], total: Int, onConflict: ConflictHandler?, into result: inout PushResult
+        _ run: [SyncOperation], total: Int, onConflict: ConflictHandler?, deadline: TimeInterval,
+        into result: inout PushResult
     ) async -> String? {
         // The queue as it is now (a local write may have changed it while earlier operations
         // were sent), each operation marked sending in one transaction before the batch goes.
         let sequences = run.map(\.sequence)
-        let current: [SyncOperation]
+        var current: [SyncOperation]
         do {
             current = try await queueWrite { db in
                 var sending: [SyncOperation] = []
@@ -299,13 +310,30 @@ extension SyncContext {
         }
         guard !current.isEmpty else { return nil }
         var answers: [String: BatchAnswer] = [:]
-        switch await sendBatch(current) {
+        var resendable = true
+        for operation in current {
+            guard await resendCannotDuplicate(operation, deadline: deadline) else {
+                resendable = false
+                break
+            }
+        }
+        switch await sendBatch(current, deadline: deadline, resendable: resendable) {
         case .success(let received):
-            answers = received
+            answers = received.answers
+            if received.resent {
+                // Sent twice: each answer is checked as a replay's (a 409 or a 412 may be the
+                // first arrival's own doing).
+                current = current.map { operation in
+                    var replayed = operation
+                    replayed.state = .attempted
+                    return replayed
+                }
+            }
         case .failure(let error):
             if let http = error.httpError, http.code == .transport || http.code == .cancelled || http.status == 401 {
+                let lost = current.map(\.sequence)
                 _ = try? await queueWrite { db in
-                    for operation in current { try SyncQueue.apply(.answerLost, db, sequence: operation.sequence) }
+                    for sequence in lost { try SyncQueue.apply(.answerLost, db, sequence: sequence) }
                 }
                 for operation in current {
                     result.outcomes.append(
@@ -329,7 +357,8 @@ extension SyncContext {
                 plain.append((operation, answer))
                 continue
             }
-            if let reason = await settle(plain, total: total, onConflict: onConflict, into: &result) {
+            if let reason = await settle(plain, total: total, onConflict: onConflict, deadline: deadline, into: &result)
+            {
                 return reason
             }
             plain = []
@@ -339,12 +368,12 @@ extension SyncContext {
             }
             // Without an answer in the batch it is sent on its own, as it was before the batch.
             if let reason = await settleAlone(
-                operation, answer: answer, total: total, onConflict: onConflict, into: &result)
+                operation, answer: answer, total: total, onConflict: onConflict, deadline: deadline, into: &result)
             {
                 return reason
             }
         }
-        return await settle(plain, total: total, onConflict: onConflict, into: &result)
+        return await settle(plain, total: total, onConflict: onConflict, deadline: deadline, into: &result)
     }
 
     /// Whether an answer from a batch needs none of the push's rules beyond taking it: a 2xx
@@ -358,7 +387,7 @@ extension SyncContext {
     /// rules on its own. Returns why the push stops, or nil.
     private func settle(
         _ plain: [(operation: SyncOperation, answer: BatchAnswer)], total: Int, onConflict: ConflictHandler?,
-        into result: inout PushResult
+        deadline: TimeInterval, into result: inout PushResult
     ) async -> String? {
         guard let table = plain.first?.operation.table else { return nil }
         let answered = plain.map {
@@ -376,7 +405,7 @@ extension SyncContext {
         }
         for (operation, answer) in plain {
             if let reason = await settleAlone(
-                operation, answer: answer, total: total, onConflict: onConflict, into: &result)
+                operation, answer: answer, total: total, onConflict: onConflict, deadline: deadline, into: &result)
             {
                 return reason
             }
@@ -388,14 +417,14 @@ extension SyncContext {
     /// batch (or, without one, by sending it alone); returns why the push stops, or nil.
     private func settleAlone(
         _ operation: SyncOperation, answer: BatchAnswer?, total: Int, onConflict: ConflictHandler?,
-        into result: inout PushResult
+        deadline: TimeInterval, into result: inout PushResult
     ) async -> String? {
         var outcome = PushOutcome(
             sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
             status: nil, result: .ok)
         let step = await pushOne(
-            operation, replay: operation.isReplay, onConflict: onConflict, outcome: &outcome, retriesLeft: 1,
-            prepared: answer)
+            operation, replay: operation.isReplay, onConflict: onConflict, deadline: deadline, outcome: &outcome,
+            retriesLeft: 1, prepared: answer)
         result.outcomes.append(outcome)
         report(.push(sent: result.outcomes.count, total: total))
         if case .abort(let reason) = step { return reason }
@@ -407,6 +436,29 @@ extension SyncContext {
         case abort(String)
     }
 
+    /// An operation marked sending, with its request built from its row as read in that
+    /// transaction (nil: the row is gone locally) and that row.
+    struct Sending: Sendable {
+        var operation: SyncOperation
+        var request: OperationRequest?
+        var local: JSONObject?
+    }
+
+    /// The request of `operation` from its local row `local` as read once: nil when the row is
+    /// gone locally, except for an insert of a row made offline that may be on the server
+    /// already (`replay`), sent again as it was (its key brings the first answer, and the
+    /// server's id for the delete behind it).
+    func sendingRequest(for operation: SyncOperation, engine: TableEngine, local: JSONObject?, replay: Bool)
+        throws(TableError<JSONObject>) -> OperationRequest?
+    {
+        if operation.kind == .delete { return try request(for: operation, engine: engine) }
+        if let local { return try request(for: operation, engine: engine, row: local) }
+        if replay, operation.kind == .insert, LocalID.isLocal(operation.itemID), let again = operation.sentRow {
+            return try request(for: operation, engine: engine, row: again)
+        }
+        return nil
+    }
+
     /// Why a push stops before an operation.
     struct PushStop: Error, CustomStringConvertible {
         var description: String
@@ -415,32 +467,51 @@ extension SyncContext {
 
     /// Sends one operation (or takes its answer from a batch) and settles it. `replay`: an
     /// earlier attempt may have been applied.
+    /// `resendsLeft`: how many times more a request whose answer was lost may be sent again at
+    /// once, when that cannot apply it twice (``resendCannotDuplicate(_:deadline:)``).
     private func pushOne(
-        _ queued: SyncOperation, replay: Bool, onConflict: ConflictHandler?, outcome: inout PushOutcome,
-        retriesLeft: Int, prepared: BatchAnswer? = nil
+        _ queued: SyncOperation, replay: Bool, onConflict: ConflictHandler?, deadline: TimeInterval,
+        outcome: inout PushOutcome, retriesLeft: Int, resendsLeft: Int = 1, prepared: BatchAnswer? = nil
     ) async -> PushStep {
         let engine = engine(for: queued.table)
         let sequence = queued.sequence
         var operation = queued
         var sent = queued.sentRow
-        // Sending: written before the request goes (a batch marked its operations already).
-        if prepared == nil {
-            do {
-                guard let marked = try await queueWrite({ db in try SyncQueue.apply(.send, db, sequence: sequence) })
-                else { return .next }
-                operation = marked
-            } catch {
-                return .abort("\(error)")
-            }
-        }
-        do {
-            var built = try request(for: operation, engine: engine)
-            if built == nil, replay, operation.kind == .insert, LocalID.isLocal(operation.itemID),
-                let again = operation.sentRow
-            {
-                // Deleted locally, but it may be on the server: sent again as it was (its key
-                // brings the first answer, and the server's id for the delete behind it).
-                built = try request(for: operation, engine: engine, row: again)
+        // No answer within the deadline: not sent again now (the server is slow, or gone).
+        var resends = resendsLeft
+        do throws(TableError<JSONObject>) {
+            let built: OperationRequest?
+            if prepared == nil {
+                // Sending, in one transaction written before the request goes: the operation
+                // marked, its row read once, the request's body built from that read, and the
+                // same data kept as what was sent (what a replay's answer is compared with, and
+                // what a lookup after a lost answer looks for; the local row may change later).
+                // (A batch marked its operations already.)
+                let sending: Result<Sending?, TableError<JSONObject>>
+                do {
+                    sending = try await queueWrite { [self] db in
+                        guard let marked = try SyncQueue.apply(.send, db, sequence: sequence) else {
+                            return .success(nil)
+                        }
+                        let local = marked.kind == .delete ? nil : engine.row(engine.storeID(marked.itemID))
+                        let built = Result { () throws(TableError<JSONObject>) -> OperationRequest? in
+                            try self.sendingRequest(for: marked, engine: engine, local: local, replay: replay)
+                        }
+                        if case .success(.some) = built, let local {
+                            try SyncQueue.setSentRow(db, sequence: sequence, OfflineTable.data(local))
+                        }
+                        return built.map { Sending(operation: marked, request: $0, local: local) }
+                    }
+                } catch {
+                    return .abort("\(error)")
+                }
+                guard let now = try sending.get() else { return .next }
+                operation = now.operation
+                built = now.request
+                if built != nil, let local = now.local { sent = OfflineTable.data(local) }
+            } else {
+                built = try sendingRequest(
+                    for: operation, engine: engine, local: engine.row(engine.storeID(operation.itemID)), replay: replay)
             }
             guard let request = built else {
                 // The row was deleted locally: when its delete is queued behind, that delete
@@ -466,18 +537,32 @@ extension SyncContext {
                 outcome.result = moot == true ? .ok : .error
                 return .next
             }
-            if operation.kind != .delete, prepared == nil, let local = engine.row(engine.storeID(operation.itemID)) {
-                // What was sent: what a replay's answer is compared with, and what a lookup after
-                // a lost answer looks for (the local row may change meanwhile).
-                let data = OfflineTable.data(local)
-                sent = data
-                _ = try? await queueWrite { db in try SyncQueue.setSentRow(db, sequence: sequence, data) }
-            }
             var headers: HTTPHeaders = ["Idempotency-Key": operation.key]
             if let ifMatch = request.ifMatch { headers["If-Match"] = ifMatch }
             let path = try engine.rowPath(request.pathID)
-            let answer = try await exchange(
-                engine, request.method, path, body: request.body, headers: headers, prepared: prepared)
+            let method = request.method
+            let body = request.body
+            let fields = headers
+            let exchanged = await RequestDeadline.run(deadline) {
+                () async -> Result<WriteAnswer, TableError<JSONObject>> in
+                do throws(TableError<JSONObject>) {
+                    return .success(
+                        try await self.exchange(engine, method, path, body: body, headers: fields, prepared: prepared))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let answer: WriteAnswer
+            switch exchanged {
+            case .finished(let result):
+                answer = try result.get()
+            case .passed:
+                resends = 0
+                throw engine.mapped(
+                    HTTPError(
+                        .transport, "\(method) \(path) had no answer within its deadline of \(deadline) s",
+                        method: method, endpoint: path))
+            }
             outcome.status = answer.status
             do {
                 try await commitAnswers([(operation, answer)], engine: engine)
@@ -494,18 +579,32 @@ extension SyncContext {
             outcome.status = error.status
             return await handle(
                 error, operation: operation, sent: sent, engine: engine, replay: replay, onConflict: onConflict,
-                outcome: &outcome, retriesLeft: retriesLeft)
+                deadline: deadline, outcome: &outcome, retriesLeft: retriesLeft, resendsLeft: resends)
         }
     }
 
     private func handle(
         _ error: TableError<JSONObject>, operation: SyncOperation, sent: JSONObject?, engine: TableEngine,
-        replay: Bool, onConflict: ConflictHandler?, outcome: inout PushOutcome, retriesLeft: Int
+        replay: Bool, onConflict: ConflictHandler?, deadline: TimeInterval, outcome: inout PushOutcome,
+        retriesLeft: Int, resendsLeft: Int
     ) async -> PushStep {
         let sequence = operation.sequence
-        // The network or a cancel: the server may or may not have it. Nothing more goes now.
+        // The network or a cancel: the server may or may not have it.
         if error.code == .http, let http = error.httpError, http.code == .transport || http.code == .cancelled {
             _ = try? await queueWrite { db in try SyncQueue.apply(.answerLost, db, sequence: sequence) }
+            // A connection that closed before any answer (a kept-alive one the server had closed
+            // meanwhile, a lost answer): sent again once, at once, when a second arrival cannot
+            // apply it twice; its answer is then checked as a replay's. Nothing more goes now
+            // otherwise (a cancel, the network down, a write that could be applied twice).
+            if http.code == .transport, resendsLeft > 0, !Task.isCancelled,
+                await resendCannotDuplicate(operation, deadline: deadline),
+                let again = try? await queueRead({ db in try SyncQueue.operation(db, sequence: sequence) }),
+                again.state == .attempted
+            {
+                return await pushOne(
+                    again, replay: true, onConflict: onConflict, deadline: deadline, outcome: &outcome,
+                    retriesLeft: retriesLeft, resendsLeft: resendsLeft - 1)
+            }
             outcome.result = .error
             return .abort(http.message)
         }
@@ -528,22 +627,41 @@ extension SyncContext {
             return .next
         }
         var serverItem = gone ? nil : error.serverItemJSON
-        if !gone, replay, operation.kind == .insert || operation.kind == .update {
-            // The first attempt may have been committed with its answer lost (a POST answered 409
-            // now, a PATCH whose If-Match its own write made stale): the error's body proves
-            // nothing, the server's row does.
-            if let fetched = await fetch(operation.itemID, engine: engine) {
-                // Compared with what was sent: the local row may hold a later change by now.
-                let local = sent ?? engine.row(engine.storeID(operation.itemID))
-                if let local, OfflineTable.sameData(local, fetched) {
-                    if (try? await commitAnswers([(operation, WriteAnswer(status: 200, row: fetched))], engine: engine))
-                        != nil
-                    {
-                        outcome.result = .ok
-                        return .next
-                    }
+        if !gone, replay {
+            // Sent before with its answer lost, this 409 or 412 may be the write's own first
+            // arrival (a POST whose row is there now, a PATCH or a DELETE whose If-Match its own
+            // write made stale): the error's body proves nothing, the server's row read now does.
+            switch await checkReplay(operation, sent: sent, engine: engine, deadline: deadline) {
+            case .applied(let row):
+                // Its own first arrival: applied once, taken as its answer, never a conflict.
+                let settled: Bool
+                if operation.kind == .delete {
+                    settled = (try? await queueWrite { db in try SyncQueue.remove(db, sequence: sequence) }) != nil
+                } else {
+                    let answer = WriteAnswer(status: 200, row: row)
+                    settled = (try? await commitAnswers([(operation, answer)], engine: engine)) != nil
                 }
-                serverItem = fetched
+                guard settled else {
+                    // Applied on the server, not taken locally: attempted, checked again next push.
+                    _ = try? await queueWrite { db in try SyncQueue.apply(.answerLost, db, sequence: sequence) }
+                    outcome.result = .error
+                    return .next
+                }
+                outcome.result = .ok
+                return .next
+            case .differs(let row):
+                // Another write's: a conflict, over the server's row as read (or, when it has
+                // none, the error's).
+                if let row { serverItem = row }
+            case .unknown(let reason):
+                // Not known to be its own, nor another's: no conflict is made of it. It stays
+                // attempted (maybe applied), the push stops, and the next push checks it again.
+                _ = try? await queueWrite { db in try SyncQueue.apply(.answerLost, db, sequence: sequence) }
+                outcome.result = .error
+                return .abort(
+                    "\(operation.kind) \(operation.itemID), sent twice, was answered \(error.status ?? 0) and the "
+                        + "server's row could not be read to tell its own first arrival from a conflict (\(reason)); "
+                        + "it stays attempted for the next push")
             }
         }
         let conflict = SyncConflict(
@@ -666,7 +784,8 @@ extension SyncContext {
             let discard: ConflictHandler = { @Sendable _ in .discard }
             let stands: ConflictHandler? = gone ? discard : nil
             let step = await pushOne(
-                again, replay: false, onConflict: stands, outcome: &outcome, retriesLeft: retriesLeft - 1)
+                again, replay: false, onConflict: stands, deadline: deadline, outcome: &outcome,
+                retriesLeft: retriesLeft - 1, resendsLeft: resendsLeft)
             if outcome.result == .ok { outcome.result = .resolved }
             return step
         }
@@ -682,13 +801,91 @@ extension SyncContext {
         }
     }
 
-    /// The server's row, read as JSON without touching the store; nil when it cannot be read.
-    func fetch(_ id: String, engine: TableEngine) async -> JSONObject? {
-        guard let path = try? engine.rowPath(id),
-            let result = try? await session.send(.get, path, consuming: .json()),
-            case .object(let row)? = result.json
-        else { return nil }
+    /// What a read of one server row found.
+    enum FetchedRow: Sendable {
+        /// The server's row.
+        case present(JSONObject)
+        /// The server has no such row, or keeps it deleted (404, 410).
+        case absent
+        /// The read failed (the network, its deadline, another status, a body that is not a
+        /// row): nothing is known of the row. Why, for the push's abort reason.
+        case unreadable(String)
+    }
+
+    /// The server's row, read as JSON without touching the store, within `deadline` seconds.
+    /// "No such row" and "the read failed" are told apart: only the first says anything of it.
+    func fetch(_ id: String, engine: TableEngine, deadline: TimeInterval) async -> FetchedRow {
+        let path: String
+        do { path = try engine.rowPath(id) } catch { return .unreadable("\(error)") }
+        let session = self.session
+        let fetched = await RequestDeadline.run(deadline) { () async -> FetchedRow in
+            do throws(HTTPError) {
+                let result = try await session.send(.get, path, consuming: .json())
+                guard case .object(let row)? = result.json else {
+                    return .unreadable("GET \(path) answered \(result.status) without a row")
+                }
+                return .present(row)
+            } catch {
+                if error.code == .status, error.status == 404 || error.status == 410 { return .absent }
+                return .unreadable("GET \(path): \(error.message)")
+            }
+        }
+        guard case .finished(let row) = fetched else {
+            return .unreadable("GET \(path) had no answer within its deadline of \(deadline) s")
+        }
         return row
+    }
+
+    /// What the server's row, read now, says of a write sent before (its answer lost) and
+    /// refused with 409 or 412 when sent again.
+    enum ReplayCheck: Sendable {
+        /// The server holds exactly what was sent (for a delete: no live row): the refusal is
+        /// the write's own first arrival. The row, for an insert or an update.
+        case applied(JSONObject?)
+        /// The server holds something else: a conflict. Its row (nil: it has none).
+        case differs(JSONObject?)
+        /// The row could not be read: neither is known. Why.
+        case unknown(String)
+    }
+
+    /// Checks a write sent before against the server's row read now: an insert or an update
+    /// whose data the row holds (`sent`, else the local row: it may hold a later change by
+    /// now), a delete whose row is absent or deleted, is applied.
+    func checkReplay(_ operation: SyncOperation, sent: JSONObject?, engine: TableEngine, deadline: TimeInterval)
+        async -> ReplayCheck
+    {
+        let fetched = await fetch(operation.itemID, engine: engine, deadline: deadline)
+        switch (operation.kind, fetched) {
+        case (_, .unreadable(let reason)):
+            return .unknown(reason)
+        case (.delete, .absent):
+            return .applied(nil)
+        case (.delete, .present(let row)):
+            let deleted = engine.wireName(.deleted).map { row[$0] == .bool(true) } ?? false
+            return deleted ? .applied(nil) : .differs(row)
+        case (_, .absent):
+            return .differs(nil)
+        case (_, .present(let row)):
+            let deleted = engine.wireName(.deleted).map { row[$0] == .bool(true) } ?? false
+            guard !deleted, let local = sent ?? engine.row(engine.storeID(operation.itemID)),
+                OfflineTable.sameData(local, row)
+            else { return .differs(row) }
+            return .applied(row)
+        }
+    }
+
+    /// Whether a write whose answer was lost can be sent again without being applied twice: an
+    /// insert under an id the client chose (a second arrival is refused with 409, and the
+    /// server's row then checked), an update or a delete carrying its version (`If-Match`: a
+    /// second arrival is refused with 412, or 404/410 for a delete), or any write when the
+    /// server advertises idempotency keys (it answers a replay with its first answer).
+    func resendCannotDuplicate(_ operation: SyncOperation, deadline: TimeInterval) async -> Bool {
+        switch operation.kind {
+        case .insert where !LocalID.isLocal(operation.itemID): return true
+        case .update, .delete: if operation.version != nil { return true }
+        default: break
+        }
+        return await capabilities(deadline: deadline)?.idempotencyKeys ?? false
     }
 }
 

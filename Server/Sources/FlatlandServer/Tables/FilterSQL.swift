@@ -324,7 +324,9 @@ extension TableRowQuery {
                 + dialect.orderTerm(column, descending: term.descending, nullable: columns.isNullableField(term.field))
                 + SQLFragment(", ")
         }
-        // `id` last: the order is total, so pages never overlap or skip a row.
+        // `id` last: the order is total, so pages never overlap or skip a row. (A test's server
+        // may order ties at random instead, as the protocol allows.)
+        if shuffledTies, !orderBy.isEmpty { return (condition, order + SQLFragment("random()")) }
         order = order + dialect.orderTerm((SQLFragment("id"), .text), descending: false)
         return (condition, order)
     }

@@ -13,11 +13,16 @@ import Synchronization
 final class SQLiteTableStorage: TableStorage {
     private let writer: any DatabaseWriter
     private let now: @Sendable () -> Int64
+    /// Whether each write's `updatedAt` is past the last one's (else it may equal it: a coarse clock).
+    private let strictlyIncreasing: Bool
     /// The schemas of the declared tables, by name (set by ``prepare(_:)``).
     private let schemas = Mutex<[String: TableSchema]>([:])
 
     /// In memory (`path` nil) or in a file.
-    init(path: String?, now: @escaping @Sendable () -> Int64 = SQLiteTableStorage.wallClock) throws(TableStorageError) {
+    init(
+        path: String?, now: @escaping @Sendable () -> Int64 = SQLiteTableStorage.wallClock,
+        strictlyIncreasing: Bool = true
+    ) throws(TableStorageError) {
         do {
             if let path {
                 // Another server on the same file (a second instance, or one restarting while
@@ -33,12 +38,19 @@ final class SQLiteTableStorage: TableStorage {
             throw TableStorageError(code: .storage, message: "cannot open the tables' database: \(error)")
         }
         self.now = now
+        self.strictlyIncreasing = strictlyIncreasing
     }
 
     /// How long a write waits for another connection's write lock on the same file.
     static let busyTimeout: TimeInterval = 10
 
     static let wallClock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down)) }
+
+    /// The wall clock truncated to `tick` microseconds (a test's coarse clock).
+    static func coarseClock(_ tick: Int64) -> @Sendable () -> Int64 {
+        let tick = max(1, tick)
+        return { wallClock() / tick * tick }
+    }
 
     private static func sqlTable(_ name: String) -> String { "\"tbl_\(name)\"" }
 
@@ -259,7 +271,8 @@ final class SQLiteTableStorage: TableStorage {
         WireColumns(wire: wire, dialect: .sqlite, schema: schemas.withLock { $0[table] })
     }
 
-    /// The next `updatedAt` and `version`: the clock's time, or one microsecond past the last one.
+    /// The next `updatedAt` and `version`: the clock's time, or one microsecond past the last one
+    /// (or the last one itself, for a coarse clock).
     private func tick(_ db: Database) throws -> (updatedAt: Int64, version: Int64) {
         let read = try db.cachedStatement(sql: "SELECT updated_at, version FROM flatland_table_clock WHERE id = 1")
         guard let row = try Row.fetchOne(read) else {
@@ -267,7 +280,7 @@ final class SQLiteTableStorage: TableStorage {
         }
         let last: Int64 = row[0]
         let version: Int64 = row[1]
-        let next = (updatedAt: max(now(), last + 1), version: version + 1)
+        let next = (updatedAt: max(now(), strictlyIncreasing ? last + 1 : last), version: version + 1)
         try db.cachedStatement(sql: "UPDATE flatland_table_clock SET updated_at = ?, version = ? WHERE id = 1")
             .execute(arguments: [next.updatedAt, next.version])
         return next

@@ -30,6 +30,8 @@ struct TableAPI: Sendable {
         var idempotencyMaxKeysPerCaller = TableIdempotency.defaultMaxPerScope
         /// The most operations one `$batch` takes; more is a 413.
         var maxBatchOperations = 1000
+        /// Ties of `$orderby` in a random order per request (``TableServingQuirks/shuffledTies``).
+        var shuffledTies = false
 
         /// The page size `version` gets.
         func pageSize(_ version: TableWire.Version) -> Int {
@@ -568,6 +570,7 @@ struct TableRequest: Sendable {
 
     func list(path: String) async -> Reply {
         var rowQuery = TableRowQuery(top: api.configuration.pageSize(wire.version))
+        rowQuery.shuffledTies = api.configuration.shuffledTies
         if let filter = parameter("$filter") {
             do { rowQuery.filter = try ODataFilter.parse(filter) } catch {
                 return TableAPI.error(400, error.description)

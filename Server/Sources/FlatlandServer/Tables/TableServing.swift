@@ -40,6 +40,10 @@ public struct TableServing: Sendable {
     /// replay of the write with it (one day by default): see <doc:ServingTables>.
     public var idempotencyTTL: Duration = TableServing.defaultIdempotencyTTL
 
+    /// Behaviours of a legal server this one does not have by default, for tests of clients
+    /// (FlatlandServerTesting): a coarse clock, ties in a random order.
+    package var quirks = TableServingQuirks()
+
     /// The default ``idempotencyTTL``: 86,400 seconds.
     public static let defaultIdempotencyTTL: Duration = .seconds(86_400)
 
@@ -212,7 +216,10 @@ final class TableHost: Sendable {
         let storage: any TableStorage
         do {
             switch serving.storage {
-            case .sqlite(let path): storage = try SQLiteTableStorage(path: path)
+            case .sqlite(let path):
+                storage = try SQLiteTableStorage(
+                    path: path, now: serving.quirks.clock ?? SQLiteTableStorage.wallClock,
+                    strictlyIncreasing: serving.quirks.clock == nil)
             case .postgres(let url): storage = try PostgresTableStorage(url: url)
             }
         } catch {
@@ -225,7 +232,30 @@ final class TableHost: Sendable {
         let configuration = TableAPI.Configuration(
             tables: serving.tables, protocols: serving.protocols, pageSize: serving.pageSize, maxTop: serving.maxTop,
             maxBodyBytes: serving.maxBodyBytes, idempotencyTTL: serving.idempotencyTTL,
-            publicURL: serving.publicURL.flatMap(TableServing.publicURL))
+            publicURL: serving.publicURL.flatMap(TableServing.publicURL), shuffledTies: serving.quirks.shuffledTies)
         current.withLockedValue { $0 = TableAPI(storage: storage, configuration: configuration) }
+    }
+}
+
+/// Behaviours the protocol allows a server and that real ones have, which this server does not
+/// have unless a test asks (FlatlandServerTesting): clients must get every row once all the same.
+package struct TableServingQuirks: Sendable {
+    /// The clock `updatedAt` is read from, in microseconds since 1970, when a test gives one: a
+    /// coarse clock (``coarseClock(_:)``, or one the test moves on itself), whose ties stay ties
+    /// (a row written later in the same tick gets the same `updatedAt`; it never goes back). Nil:
+    /// the wall clock, moved on by a microsecond at least with every write. SQLite storage only.
+    package var clock: (@Sendable () -> Int64)?
+    /// Rows tied on every term of `$orderby` come back in a random order, drawn anew for each
+    /// request (rather than by id). A query ordered by `id` has no ties.
+    package var shuffledTies = false
+
+    package init(clock: (@Sendable () -> Int64)? = nil, shuffledTies: Bool = false) {
+        self.clock = clock
+        self.shuffledTies = shuffledTies
+    }
+
+    /// The wall clock truncated to `tick` microseconds.
+    package static func coarseClock(_ tick: Int64) -> @Sendable () -> Int64 {
+        SQLiteTableStorage.coarseClock(tick)
     }
 }

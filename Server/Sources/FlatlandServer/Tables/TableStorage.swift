@@ -8,6 +8,9 @@ struct TableRowQuery: Sendable {
     var top: Int
     var includeDeleted = false
     var includeCount = false
+    /// Rows tied on every term of ``orderBy`` in a random order rather than by id
+    /// (``TableServingQuirks/shuffledTies``).
+    var shuffledTies = false
     /// Only the rows of this owner (a ``TableAccess/perUser`` table's caller); nil: every row.
     var owner: String?
 }

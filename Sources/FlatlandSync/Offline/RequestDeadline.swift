@@ -1,0 +1,73 @@
+import Foundation
+import Synchronization
+
+/// A request's deadline: the work's result, or ``Outcome/passed`` once `seconds` have gone by,
+/// whichever comes first. At the deadline the work is cancelled and not waited for: a request
+/// that never ends (a connection that neither answers nor closes) cannot hold its caller. A
+/// cancel of the caller cancels the work, whose result (its cancellation) is then returned; the
+/// deadline still bounds the wait.
+enum RequestDeadline {
+    enum Outcome<T: Sendable>: Sendable {
+        /// The work ended first, with this result.
+        case finished(T)
+        /// The deadline came first.
+        case passed
+    }
+
+    /// The first of two answers to arrive; the second is ignored.
+    private final class FirstAnswer<T: Sendable>: Sendable {
+        private struct State {
+            var answer: Outcome<T>?
+            var waiter: CheckedContinuation<Outcome<T>, Never>?
+        }
+
+        private let state = Mutex(State())
+
+        func offer(_ outcome: Outcome<T>) {
+            let waiter = state.withLock { s -> CheckedContinuation<Outcome<T>, Never>? in
+                guard s.answer == nil else { return nil }
+                s.answer = outcome
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume(returning: outcome)
+        }
+
+        func wait() async -> Outcome<T> {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { s -> Outcome<T>? in
+                    if let answer = s.answer { return answer }
+                    s.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+
+    /// Runs `work` within `seconds`.
+    static func run<T: Sendable>(_ seconds: TimeInterval, _ work: @escaping @Sendable () async -> T) async -> Outcome<T>
+    {
+        let first = FirstAnswer<T>()
+        let worker = Task { first.offer(.finished(await work())) }
+        let timer = Task {
+            do {
+                try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+            } catch {
+                return
+            }
+            first.offer(.passed)
+        }
+        let outcome = await withTaskCancellationHandler {
+            await first.wait()
+        } onCancel: {
+            worker.cancel()
+        }
+        timer.cancel()
+        if case .passed = outcome { worker.cancel() }
+        return outcome
+    }
+
+    /// Whether `seconds` is a deadline a request can have: more than 0, at most a day.
+    static func isValid(_ seconds: TimeInterval) -> Bool { seconds > 0 && seconds <= 86_400 }
+}
