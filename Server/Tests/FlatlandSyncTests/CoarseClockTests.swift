@@ -45,7 +45,9 @@ struct CoarseClockTests {
         server.insert(count: 60)
         try await withLegalDevice(server) { device in
             for round in 0..<6 {
-                _ = try await withTimeLimit(60) { try await device.table.pull(queryID: "all", pageSize: 10) }
+                _ = try await withTimeLimit(hangGuardSeconds) {
+                    try await device.table.pull(queryID: "all", pageSize: 10)
+                }
                 #expect(device.matchesServer(), "round \(round): missing \(device.missing())")
                 for i in stride(from: round, to: 60, by: 9) { server.update(String(format: "r%04d", i)) }
                 server.insert(count: 3)
