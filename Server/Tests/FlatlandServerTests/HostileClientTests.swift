@@ -33,7 +33,7 @@ struct HostileClientTests {
         // before the first is closed. That takes under a second, usually, but a CI machine
         // running the whole suite in parallel once took more than five (226 of 250 were open
         // at the five-second mark): the margin is wide.
-        let limits = SampleServer.Limits(headerTimeout: .seconds(15), idleTimeout: .seconds(15), maxConnections: 1000)
+        let limits = SampleServer.Limits(headerTimeout: .seconds(30), idleTimeout: .seconds(30), maxConnections: 1000)
         try await withServer(.init(population: .init(users: 4), limits: limits)) { server, port in
             let warmUp = try await request(port: port, "GET", "/devices?offset=0&count=2")
             #expect(warmUp.status == 200)
@@ -53,13 +53,14 @@ struct HostileClientTests {
             let reply = try await request(port: port, "GET", "/devices?offset=0&count=2")
             let elapsed = ContinuousClock.now - start
             #expect(reply.status == 200)
-            // Well under a second on an idle machine; the bound is a fifth of the timeouts, which a
-            // server blocked by the 250 would wait out.
-            #expect(elapsed < .seconds(3), "answered after \(elapsed)")
+            // Well under a second on an idle machine, and once 5.7 s beside the rest of the bundle
+            // on a loaded one. A server blocked by the 250 would wait out their timeouts: at
+            // least 18 s from here (30 s from their accepts, all within the 12 s above).
+            #expect(elapsed < .seconds(10), "answered after \(elapsed)")
 
             // The timeouts close every one of them: the count of open connections drops to zero
             // and each socket reads end of file.
-            #expect(try await eventually(within: 25) { server.openConnections == 0 })
+            #expect(try await eventually(within: 45) { server.openConnections == 0 })
             let closed = await offPool { (idle + slow).filter { Loopback.isClosed($0, within: 1) }.count }
             #expect(closed == 250)
         }
