@@ -186,14 +186,11 @@ public final class JSONStreamParser {
         let fed = fastPathApplies ? try feedFast(base, count: n) : false
         if !fed {
             let scanFailure = scanner.scan(base, count: n, start: chunkStart)
-            var safe = scanFailure?.detectedAt ?? n
-            // A bracket past the depth limit may be out of place, a syntax error that comes
-            // first: libyajl reads it too, and either rejects it or stops at its event (the
-            // depth check in `onEvent`), as when it reads the chunk whole.
-            if let scanFailure, scanFailure.error.code == .depth { safe += 1 }
+            let safe = scanFailure?.detectedAt ?? n
             if safe > 0 {
                 countRead(safe)
                 let status = yajl_parse(yajl, base, safe)
+                // A callback that stopped libyajl for the states: their failure is the one.
                 if status != yajl_status_ok, !(stoppedForStrictCheck && scanFailure != nil) {
                     throw fail(yajlFailure(status))
                 }
@@ -367,11 +364,7 @@ public final class JSONStreamParser {
         // the byte after it.
         let endsNumber = consumed > 0 && (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(base[consumed - 1])
         let needed = handlerError != nil && endsNumber ? consumed + 1 : consumed
-        // libyajl cannot pass a bracket past the depth limit without its event stopping it: if it
-        // stopped on its own, its error came first (the bracket out of place, or before it).
-        if let scanFailure,
-            stoppedForStrictCheck || (scanFailure.error.code != .depth && needed > scanFailure.detectedAt)
-        {
+        if let scanFailure, stoppedForStrictCheck || needed > scanFailure.detectedAt {
             return locate(scanFailure.error)
         }
         assert(!stoppedForStrictCheck, "a callback stopped libyajl, but the states found no error")

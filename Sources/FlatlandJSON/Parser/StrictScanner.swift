@@ -17,7 +17,8 @@ struct StrictScanner {
         case slash, lineComment, blockComment, blockCommentStar
     }
 
-    /// An error found by the scanner: where it was detected (a chunk index) and what it is.
+    /// An error found by the scanner: where it was detected (a chunk index: libyajl may read
+    /// the bytes before it, and an error of its own there comes first) and what it is.
     struct Failure {
         var detectedAt: Int
         var error: JSONError
@@ -225,9 +226,11 @@ struct StrictScanner {
                     stringStart = start + i + 1
                 case 2, 3:
                     if depth >= maxDepth {
+                        // Detected after the bracket: a bracket out of place is libyajl's syntax
+                        // error, and one in place stops it at its event (`onEvent`'s check).
                         return fail(
                             .depth, "nesting deeper than \(maxDepth) levels", at: lines.location(at: start + i),
-                            detectedAt: i)
+                            detectedAt: i + 1)
                     }
                     containers.push(isObject: c == 2)
                     expectKey = c == 2
