@@ -47,6 +47,23 @@ func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
     throw CancellationError()
 }
 
+/// The result of `operation`, or nil when it has not ended after `seconds`: it then runs on,
+/// left behind, so that a test can report an operation that hangs instead of hanging with it.
+func boundedWait<R: Sendable>(seconds: Int, _ operation: @escaping @Sendable () async -> R) async throws -> R? {
+    let (stream, continuation) = AsyncStream.makeStream(of: R?.self)
+    let running = Task { continuation.yield(await operation()) }
+    let timer = Task {
+        try? await Task.sleep(for: .seconds(seconds))
+        continuation.yield(nil)
+    }
+    defer {
+        timer.cancel()
+        _ = running
+    }
+    for await result in stream { return result }
+    return nil
+}
+
 /// The error of a task that must fail.
 func failure(of task: HTTPTask) async -> HTTPError? {
     do {

@@ -348,6 +348,38 @@ struct TransportTests {
         try await waitUntil("the server saw the connection close") { closed.seconds != nil }
     }
 
+    /// A cancel can land at any moment of a send: before the request is handed to the
+    /// transport's client, while it connects, while it waits for an answer that never comes.
+    /// Whenever it lands, the send ends with `.cancelled` at once; it never waits for an answer
+    /// (the server here never sends one, and holds each connection until the client closes it).
+    @Test("a send cancelled at any moment ends, cancelled, without waiting for an answer", arguments: TransportKind.allCases)
+    func cancellationAtAnyMoment(_ kind: TransportKind) async throws {
+        let server = try RawHTTPServer { _, connection in
+            _ = connection.secondsUntilClosed(limit: 120)
+            return false
+        }
+        defer { server.stop() }
+        let transport = kind.make()
+        defer { transport.shutdown() }
+        var random = SystemRandomNumberGenerator()
+        for attempt in 0..<150 {
+            let sending = Task {
+                try await transport.send(request(server.url, "/never/\(attempt)", timeout: 100), to: RecordingReceiver())
+            }
+            // From no wait at all (a cancel before the send starts) to a few milliseconds.
+            let pause = attempt % 3 == 0 ? 0 : Int.random(in: 0...3_000, using: &random)
+            if pause > 0 { try await Task.sleep(for: .microseconds(pause)) }
+            sending.cancel()
+            // Bounded by a clock of its own: a send that waits for its answer fails here.
+            let ended = try await boundedWait(seconds: 20) { await httpError { try await sending.value } }
+            guard let error = ended else {
+                Issue.record("attempt \(attempt) (cancelled after \(pause) µs) did not end within 20 s")
+                return
+            }
+            #expect(error?.code == .cancelled, "attempt \(attempt): \(String(describing: error))")
+        }
+    }
+
     @Test("a connection dropped in the middle of a body is a transport error", arguments: TransportKind.allCases)
     func droppedConnection(_ kind: TransportKind) async throws {
         let server = try RawHTTPServer { _, connection in

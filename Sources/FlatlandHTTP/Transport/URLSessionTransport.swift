@@ -47,7 +47,7 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
     public func shutdown() { session.invalidateAndCancel() }
 
     public func send(_ request: HTTPRequest, to receiver: any HTTPResponseReceiver) async throws -> HTTPResponseHead {
-        try Task.checkCancellation()
+        if Task.isCancelled { throw HTTPError(.cancelled, "the request was cancelled") }
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method.rawValue
         urlRequest.timeoutInterval = request.timeout
@@ -58,6 +58,15 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
             try await withCheckedThrowingContinuation {
                 (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
                 delegate.register(task, Exchange(receiver: receiver, continuation: continuation))
+                // A cancel that came before the exchange was registered cancelled the task, and
+                // its completion may have found nothing to resume: the exchange ends here then.
+                // Whichever of the two takes the exchange resumes it, once.
+                if Task.isCancelled {
+                    task.cancel()
+                    delegate.take(task)?.continuation.resume(
+                        throwing: HTTPError(.cancelled, "the request was cancelled"))
+                    return
+                }
                 task.resume()
             }
         } onCancel: {
@@ -104,6 +113,11 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
             exchanges.withLock { $0[task.taskIdentifier] = exchange }
         }
 
+        /// Removes the task's exchange: whoever takes it resumes its continuation.
+        func take(_ task: URLSessionTask) -> Exchange? {
+            exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        }
+
         private func exchange(_ task: URLSessionTask) -> Exchange? {
             exchanges.withLock { $0[task.taskIdentifier] }
         }
@@ -142,7 +156,7 @@ public final class URLSessionTransport: HTTPTransport, Sendable {
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+            guard let exchange = take(task) else { return }
             if resent.withLock({ $0.remove(task.taskIdentifier) }) != nil {
                 exchange.continuation.resume(
                     throwing: HTTPError(
