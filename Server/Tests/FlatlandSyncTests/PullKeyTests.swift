@@ -207,6 +207,36 @@ struct PullKeyTests {
         }
     }
 
+    /// A page whose transport does not end on a cancel (it waits for its own idle timeout, a
+    /// minute here) still cannot hold the pull past the request's deadline: the pull stops
+    /// waiting for it then, and leaves it behind.
+    @Test func aPageThatIgnoresItsCancelIsLeftAtTheDeadline() async throws {
+        var behaviour = LegalServer.Behaviour(protocol: .v3)
+        behaviour.pageSize = 20
+        behaviour.stallsAfter = 100
+        behaviour.stallIgnoresCancel = true
+        behaviour.failsListings = []
+        let server = LegalServer(behaviour)
+        server.insert(count: 50)
+        // The transport's idle timeout: 20 s, what the page would hold the pull for.
+        let device = try LegalDevice(server, timeout: 20)
+        defer { device.remove() }
+        let table = device.table
+        let start = ContinuousClock.now
+        do {
+            _ = try await withTimeLimit(hangGuardSeconds) {
+                try await table.pull(queryID: "all", options: PullOptions(requestDeadline: 1))
+            }
+            Issue.record("a stalled page was read to its end")
+        } catch let error as SyncError {
+            #expect(error.code == .deadline)
+        }
+        // Well below the transport's idle timeout, with a margin for a loaded machine.
+        #expect(ContinuousClock.now - start < .seconds(15))
+        #expect(device.local().isEmpty)
+        await device.close()
+    }
+
     /// A body that stops is cut by the session's idle timeout; the next pull resumes.
     @Test func aStalledBodyIsCutAndThePullResumes() async throws {
         var behaviour = LegalServer.Behaviour(protocol: .v3)

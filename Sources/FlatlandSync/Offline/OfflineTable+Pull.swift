@@ -253,22 +253,25 @@ extension OfflineTable {
 
         init(_ table: OfflineTable, _ request: PageRequest, pending: Set<String>, deadline: TimeInterval) {
             task = Task {
-                try await withThrowingTaskGroup(of: FetchedPage?.self) { group in
-                    group.addTask { try await table.fetchPage(request, pending: pending) }
-                    group.addTask {
-                        try await Task.sleep(for: .milliseconds(Int64(deadline * 1000)))
-                        return nil
+                // Not a task group: a group waits for its reading child to end after the
+                // deadline, and a transport that does not end on a cancel would hold the pull.
+                let outcome = await RequestDeadline.run(deadline) { () -> Result<FetchedPage, SyncError> in
+                    do throws(SyncError) {
+                        return .success(try await table.fetchPage(request, pending: pending))
+                    } catch {
+                        return .failure(error)
                     }
-                    defer { group.cancelAll() }
-                    guard case .some(.some(let page)) = try await group.next() else {
-                        let message = "the page \(request.path) took longer than its deadline of \(deadline) s"
-                        throw SyncError(
-                            .deadline, message, table: table.name,
-                            tableError: TableError(
-                                code: .http, message: message, table: table.name,
-                                httpError: HTTPError(.transport, message)))
-                    }
-                    return page
+                }
+                switch outcome {
+                case .finished(let result):
+                    return try result.get()
+                case .passed:
+                    let message = "the page \(request.path) took longer than its deadline of \(deadline) s"
+                    throw SyncError(
+                        .deadline, message, table: table.name,
+                        tableError: TableError(
+                            code: .http, message: message, table: table.name,
+                            httpError: HTTPError(.transport, message)))
                 }
             }
         }

@@ -80,6 +80,9 @@ final class LegalServer: HTTPTransport {
         var chunkSize: Int?
         var chunkDelay: Duration = .zero
         var stallsAfter: Int?
+        /// Whether a stalled body (``stallsAfter``) ignores a cancel, and ends only at the
+        /// request's idle timeout: a transport that does not honour cancellation.
+        var stallIgnoresCancel = false
         var selfLink = false
         var ignoresSkip = false
         /// The listings (counted from 1) answered `503` with no page: a failed request, for
@@ -216,7 +219,11 @@ final class LegalServer: HTTPTransport {
         while sent < body.count {
             if let stall = behaviour.stallsAfter, sent >= stall {
                 // Nothing more: the client's idle timeout ends the request, as URLSession's would.
-                try await LegalServer.sleep(idle)
+                if behaviour.stallIgnoresCancel {
+                    await LegalServer.sleepIgnoringCancel(idle)
+                } else {
+                    try await LegalServer.sleep(idle)
+                }
                 throw HTTPError(.transport, "the request timed out (no byte for \(request.timeout) s)")
             }
             var end = min(body.count, sent + size)
@@ -239,6 +246,13 @@ final class LegalServer: HTTPTransport {
             try await Task.sleep(for: duration)
         } catch {
             throw HTTPError(.cancelled, "the request was cancelled")
+        }
+    }
+
+    private static func sleepIgnoringCancel(_ duration: Duration) async {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { continuation.resume() }
         }
     }
 
