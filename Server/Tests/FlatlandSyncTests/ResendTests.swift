@@ -115,6 +115,50 @@ struct ResendTests {
         }
     }
 
+    /// As above, and the row is edited locally while its write is attempted: the edit is an
+    /// operation of its own, behind. The next push sends the attempted write again as it was
+    /// first sent (not the edited row), so its own 409 or 412 matches what it sent and settles
+    /// it as applied; the edit follows as an update. (Sent with the edited row, it differed from
+    /// the server's row and reached the handler as a conflict that was not one.)
+    @Test(
+        "a write sent again after a local edit carries what it first sent: its own 409 or 412 is no conflict, the edit follows",
+        arguments: ["POST", "PATCH"])
+    func aResentWriteAfterALocalEditCarriesWhatItFirstSent(_ method: String) async throws {
+        try await withKeylessServer { server, port, device in
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "k0", "text": "seed"])
+            #expect(await device.sync.push().succeeded)
+            let id = method == "POST" ? "k1" : "k0"
+            if method == "POST" {
+                try todos.insert(["id": "k1", "text": "new"])
+            } else {
+                try todos.update(["id": "k0", "text": "edited"])
+            }
+            server.tableFaults.inject(.loseResponse, method: method, pathPrefix: "/tables/todoitem")
+            server.tableFaults.inject(.loseResponse, method: "GET", pathPrefix: "/tables/todoitem/\(id)")
+            let conflicts = Mutex(0)
+            let handler: ConflictHandler = { conflict in
+                conflicts.withLock { $0 += 1 }
+                return await ConflictPolicy.clientWins(conflict)
+            }
+            let pushed = await device.sync.push(onConflict: handler)
+            #expect(pushed.aborted)
+            #expect(try device.sync.operations().map(\.state) == [.attempted])
+            // The local edit, made while the write is attempted: queued behind it.
+            try todos.update(["id": .string(id), "text": "later"])
+            #expect(try device.sync.operations().map(\.kind) == [method == "POST" ? .insert : .update, .update])
+            let next = await device.sync.push(onConflict: handler)
+            #expect(conflicts.withLock { $0 } == 0, "\(next.outcomes)")
+            #expect(next.succeeded, "\(next.abortReason ?? "") \(next.outcomes)")
+            #expect(next.outcomes.map(\.result) == [.ok, .ok], "\(next.outcomes)")
+            #expect(try device.sync.operations().isEmpty)
+            let rows = Dictionary(try await serverRows(port), uniquingKeysWith: { a, _ in a })
+            #expect(rows[id]?.text == "later")
+            #expect(todos.lookup(id)?.text("text") == "later")
+            #expect(todos.lookup(id)?.text("version") == rows[id]?.version)
+        }
+    }
+
     @Test("an insert whose server assigns the id and remembers keys is sent again at once: one row")
     func aLostInsertWithServerIDsAndKeysIsSentAgainAtOnce() async throws {
         try await withSyncServer { server, port in

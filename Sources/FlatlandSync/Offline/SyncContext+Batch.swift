@@ -163,7 +163,12 @@ extension SyncContext {
         for operation in operations {
             let engine = engine(for: operation.table)
             let request: OperationRequest?
-            do { request = try self.request(for: operation, engine: engine) } catch { return .failure(error) }
+            // The data kept when it was marked sending (a replay's: its first send's); a row
+            // deleted locally since sends nothing, and its operation goes alone.
+            let row = engine.row(engine.storeID(operation.itemID)).flatMap { _ in operation.sentRow }
+            do { request = try self.request(for: operation, engine: engine, row: row) } catch {
+                return .failure(error)
+            }
             // A row gone since it was read: its operation goes alone, which records why.
             guard let request else { continue }
             sent.insert(operation.key)

@@ -300,6 +300,16 @@ extension SyncContext {
                         // The replay is the state before this send.
                         var before = marked
                         before.state = operation.state
+                        // What it is sent with, kept as a single push keeps it (a replay keeps
+                        // what its first send carried).
+                        let engine = self.engine(for: operation.table)
+                        if marked.kind != .delete, operation.state != .attempted || marked.sentRow == nil,
+                            let local = engine.row(engine.storeID(marked.itemID))
+                        {
+                            let data = OfflineTable.data(local)
+                            try SyncQueue.setSentRow(db, sequence: operation.sequence, data)
+                            before.sentRow = data
+                        }
                         sending.append(before)
                     }
                 }
@@ -452,6 +462,12 @@ extension SyncContext {
         throws(TableError<JSONObject>) -> OperationRequest?
     {
         if operation.kind == .delete { return try request(for: operation, engine: engine) }
+        // Sent again, a write carries what it first sent: a local edit made since is an
+        // operation of its own, queued behind it, and the 409 or 412 of its own first arrival
+        // is recognised only against the data that arrival carried.
+        if replay, local != nil, let again = operation.sentRow {
+            return try request(for: operation, engine: engine, row: again)
+        }
         if let local { return try request(for: operation, engine: engine, row: local) }
         if replay, operation.kind == .insert, LocalID.isLocal(operation.itemID), let again = operation.sentRow {
             return try request(for: operation, engine: engine, row: again)
@@ -497,7 +513,7 @@ extension SyncContext {
                         let built = Result { () throws(TableError<JSONObject>) -> OperationRequest? in
                             try self.sendingRequest(for: marked, engine: engine, local: local, replay: replay)
                         }
-                        if case .success(.some) = built, let local {
+                        if case .success(.some) = built, let local, !(replay && marked.sentRow != nil) {
                             try SyncQueue.setSentRow(db, sequence: sequence, OfflineTable.data(local))
                         }
                         return built.map { Sending(operation: marked, request: $0, local: local) }
@@ -508,7 +524,9 @@ extension SyncContext {
                 guard let now = try sending.get() else { return .next }
                 operation = now.operation
                 built = now.request
-                if built != nil, let local = now.local { sent = OfflineTable.data(local) }
+                if built != nil, let local = now.local, !(replay && operation.sentRow != nil) {
+                    sent = OfflineTable.data(local)
+                }
             } else {
                 built = try sendingRequest(
                     for: operation, engine: engine, local: engine.row(engine.storeID(operation.itemID)), replay: replay)

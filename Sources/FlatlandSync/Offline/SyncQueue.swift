@@ -321,8 +321,9 @@ enum SyncQueue {
         return updated
     }
 
-    /// Keeps the data an insert is sent with (of a row whose server assigns the id): what a
-    /// lookup after a lost answer looks for, whatever the local row became since.
+    /// Keeps the data a write is sent with: what it carries when sent again after a lost
+    /// answer, what its own 409 or 412 is compared with, and what a lookup after a lost answer
+    /// looks for, whatever the local row became since.
     static func setSentRow(_ db: Database, sequence: Int64, _ row: JSONObject) throws {
         try db.cachedStatement(sql: "UPDATE flatland_sync_operations SET sent_row = ? WHERE sequence = ?")
             .execute(arguments: [bytes(row), sequence])
