@@ -207,8 +207,8 @@ struct PullKeyTests {
         }
     }
 
-    /// A page whose transport does not end on a cancel (it waits for its own idle timeout, a
-    /// minute here) still cannot hold the pull past the request's deadline: the pull stops
+    /// A page whose transport does not end on a cancel (it waits for its own idle timeout, 200 s
+    /// here) still cannot hold the pull past the request's deadline: the pull stops
     /// waiting for it then, and leaves it behind.
     @Test func aPageThatIgnoresItsCancelIsLeftAtTheDeadline() async throws {
         var behaviour = LegalServer.Behaviour(protocol: .v3)
@@ -218,8 +218,8 @@ struct PullKeyTests {
         behaviour.failsListings = []
         let server = LegalServer(behaviour)
         server.insert(count: 50)
-        // The transport's idle timeout: 20 s, what the page would hold the pull for.
-        let device = try LegalDevice(server, timeout: 20)
+        // The transport's idle timeout: what the page would hold the pull for.
+        let device = try LegalDevice(server, timeout: 200)
         defer { device.remove() }
         let table = device.table
         let start = ContinuousClock.now
@@ -231,9 +231,12 @@ struct PullKeyTests {
         } catch let error as SyncError {
             #expect(error.code == .deadline)
         }
-        // Well below the transport's idle timeout, with a margin for a loaded machine.
-        #expect(ContinuousClock.now - start < .seconds(15))
+        // Well below the transport's idle timeout, with a margin for a loaded machine (whose
+        // cooperative threads other tests may hold).
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .seconds(100), "\(elapsed)")
         #expect(device.local().isEmpty)
+        server.releaseStalls()
         await device.close()
     }
 

@@ -220,7 +220,7 @@ final class LegalServer: HTTPTransport {
             if let stall = behaviour.stallsAfter, sent >= stall {
                 // Nothing more: the client's idle timeout ends the request, as URLSession's would.
                 if behaviour.stallIgnoresCancel {
-                    await LegalServer.sleepIgnoringCancel(idle)
+                    await sleepIgnoringCancel(idle)
                 } else {
                     try await LegalServer.sleep(idle)
                 }
@@ -249,11 +249,28 @@ final class LegalServer: HTTPTransport {
         }
     }
 
-    private static func sleepIgnoringCancel(_ duration: Duration) async {
+    /// A wait that only its time or ``releaseStalls()`` ends, each resuming it at most once.
+    private final class Stall: Sendable {
+        private let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation.withLock { $0 = continuation } }
+        func end() { continuation.withLock { c in defer { c = nil }; return c }?.resume() }
+    }
+
+    private let stalls = Mutex<[Stall]>([])
+
+    private func sleepIgnoringCancel(_ duration: Duration) async {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { continuation.resume() }
+            let stall = Stall(continuation)
+            stalls.withLock { $0.append(stall) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { stall.end() }
         }
+    }
+
+    /// Ends every stalled body that ignores its cancel (``Behaviour/stallIgnoresCancel``) now,
+    /// as its idle timeout would: a test need not wait for them to close its device.
+    func releaseStalls() {
+        for stall in stalls.withLock({ s in defer { s = [] }; return s }) { stall.end() }
     }
 
     /// The answer to one request, decided under the lock.
