@@ -352,7 +352,9 @@ struct TransportTests {
     /// transport's client, while it connects, while it waits for an answer that never comes.
     /// Whenever it lands, the send ends with `.cancelled` at once; it never waits for an answer
     /// (the server here never sends one, and holds each connection until the client closes it).
-    @Test("a send cancelled at any moment ends, cancelled, without waiting for an answer", arguments: TransportKind.allCases)
+    @Test(
+        "a send cancelled at any moment ends, cancelled, without waiting for an answer",
+        arguments: TransportKind.allCases)
     func cancellationAtAnyMoment(_ kind: TransportKind) async throws {
         let server = try RawHTTPServer { _, connection in
             _ = connection.secondsUntilClosed(limit: 120)
@@ -364,7 +366,8 @@ struct TransportTests {
         var random = SystemRandomNumberGenerator()
         for attempt in 0..<150 {
             let sending = Task {
-                try await transport.send(request(server.url, "/never/\(attempt)", timeout: 100), to: RecordingReceiver())
+                try await transport.send(
+                    request(server.url, "/never/\(attempt)", timeout: 100), to: RecordingReceiver())
             }
             // From no wait at all (a cancel before the send starts) to a few milliseconds.
             let pause = attempt % 3 == 0 ? 0 : Int.random(in: 0...3_000, using: &random)

@@ -253,7 +253,11 @@ final class LegalServer: HTTPTransport {
     private final class Stall: Sendable {
         private let continuation = Mutex<CheckedContinuation<Void, Never>?>(nil)
         init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation.withLock { $0 = continuation } }
-        func end() { continuation.withLock { c in defer { c = nil }; return c }?.resume() }
+        func end() {
+            continuation.withLock { c in
+                defer { c = nil }; return c
+            }?.resume()
+        }
     }
 
     private let stalls = Mutex<[Stall]>([])
@@ -270,7 +274,9 @@ final class LegalServer: HTTPTransport {
     /// Ends every stalled body that ignores its cancel (``Behaviour/stallIgnoresCancel``) now,
     /// as its idle timeout would: a test need not wait for them to close its device.
     func releaseStalls() {
-        for stall in stalls.withLock({ s in defer { s = [] }; return s }) { stall.end() }
+        for stall in stalls.withLock({ s in
+            defer { s = [] }; return s
+        }) { stall.end() }
     }
 
     /// The answer to one request, decided under the lock.
