@@ -79,6 +79,43 @@ struct PushLifecycleTests {
         }
     }
 
+    /// Another device deleted the row; this one updates it, and edits it again while the update
+    /// is being sent (an operation behind it). Client wins: the update becomes the row's insert
+    /// again, which the server refuses (it keeps the id deleted), so the delete stands and the
+    /// row goes locally with both of its operations. (The edit behind it stayed queued, and
+    /// failed at every push after on a row that was not there; seed 467 of the simulation.)
+    @Test func aClientWinsUpdateOfARowDeletedElsewhereTakesTheEditsBehindItAlong() async throws {
+        try await withSyncServer { server, port in
+            let one = try Device(port: port)
+            let two = try Device(port: port)
+            defer {
+                one.remove()
+                two.remove()
+            }
+            try one.sync.table("todoitem").insert(["id": "g", "text": "one"])
+            #expect(await one.sync.push().succeeded)
+            _ = try await two.sync.table("todoitem").pull(queryID: "all")
+            try one.sync.table("todoitem").delete("g")
+            #expect(await one.sync.push().succeeded)
+            let todos = two.sync.table("todoitem")
+            try todos.update(["id": "g", "text": "two"])
+            server.tableFaults.inject(.delay(.milliseconds(500)), method: "PATCH")
+            let push = Task { await two.sync.push(onConflict: ConflictPolicy.clientWins) }
+            try await server.testControls.waitForRequests("PATCH", "/tables/todoitem/g", count: 1)
+            try todos.update(["id": "g", "text": "three"])
+            #expect(try two.sync.operations().count == 2)
+            let pushed = await push.value
+            #expect(!pushed.aborted, "\(pushed.abortReason ?? "")")
+            #expect(try two.sync.operations().isEmpty)
+            #expect(todos.lookup("g") == nil)
+            #expect(try await serverRows(port).isEmpty)
+            let next = await two.sync.push(onConflict: ConflictPolicy.clientWins)
+            #expect(next.succeeded && next.outcomes.isEmpty, "\(next.outcomes)")
+            await one.close()
+            await two.close()
+        }
+    }
+
     // MARK: Finding 6: a re-sent write carries its body
 
     @Test(arguments: ["PATCH", "POST"])

@@ -159,6 +159,39 @@ struct ResendTests {
         }
     }
 
+    /// An update whose answer was lost stays attempted (the read that would check its own 412
+    /// is lost too); the row is then deleted locally, the delete queued behind it. The next push
+    /// sends the update again as it was first sent: its own 412 settles it as applied, which
+    /// gives the delete the server's version, and the delete goes through. (The update was
+    /// dropped as moot, and the delete, sent with the version before the update's arrival, met a
+    /// 412 of the device's own making: a conflict, and server-wins brought the row back; seed
+    /// 531 of the simulation.)
+    @Test("an update maybe applied, its row deleted locally since, is sent again as it was: the delete behind it goes through")
+    func aMaybeAppliedUpdateOfARowDeletedSinceIsSentAgainAndTheDeleteGoesThrough() async throws {
+        try await withKeylessServer { server, port, device in
+            let todos = device.sync.table("todoitem")
+            try todos.insert(["id": "k0", "text": "seed"])
+            #expect(await device.sync.push().succeeded)
+            try todos.update(["id": "k0", "text": "edited"])
+            server.tableFaults.inject(.loseResponse, method: "PATCH", pathPrefix: "/tables/todoitem")
+            server.tableFaults.inject(.loseResponse, method: "GET", pathPrefix: "/tables/todoitem/k0")
+            let conflicts = Mutex(0)
+            let handler: ConflictHandler = { conflict in
+                conflicts.withLock { $0 += 1 }
+                return await ConflictPolicy.serverWins(conflict)
+            }
+            #expect(await device.sync.push(onConflict: handler).aborted)
+            try todos.delete("k0")
+            #expect(try device.sync.operations().map(\.kind) == [.update, .delete])
+            let next = await device.sync.push(onConflict: handler)
+            #expect(conflicts.withLock { $0 } == 0, "\(next.outcomes)")
+            #expect(next.succeeded, "\(next.abortReason ?? "") \(next.outcomes)")
+            #expect(try device.sync.operations().isEmpty)
+            #expect(todos.lookup("k0") == nil)
+            #expect(try await serverRows(port).isEmpty)
+        }
+    }
+
     @Test("an insert whose server assigns the id and remembers keys is sent again at once: one row")
     func aLostInsertWithServerIDsAndKeysIsSentAgainAtOnce() async throws {
         try await withSyncServer { server, port in

@@ -27,7 +27,8 @@ public enum ConflictResolution: Sendable {
     /// Take the server's row locally and drop the operation; a row the server no longer has
     /// is removed locally.
     case serverWins
-    /// Drop the operation and the local row.
+    /// Drop the operation and the local row, with the inserts and updates of the row queued
+    /// behind it (a delete behind it still goes).
     case discard
     /// Put this row locally, based on the server's version, and keep the operation for the next
     /// push (an insert, for a row the server no longer has).
@@ -454,24 +455,21 @@ extension SyncContext {
         var local: JSONObject?
     }
 
-    /// The request of `operation` from its local row `local` as read once: nil when the row is
-    /// gone locally, except for an insert of a row made offline that may be on the server
-    /// already (`replay`), sent again as it was (its key brings the first answer, and the
-    /// server's id for the delete behind it).
+    /// The request of `operation` from its local row `local` as read once, or, sent again after
+    /// it may have been applied (`replay`), from the data its first send carried; nil when the
+    /// row is gone locally and nothing was sent before.
     func sendingRequest(for operation: SyncOperation, engine: TableEngine, local: JSONObject?, replay: Bool)
         throws(TableError<JSONObject>) -> OperationRequest?
     {
         if operation.kind == .delete { return try request(for: operation, engine: engine) }
-        // Sent again, a write carries what it first sent: a local edit made since is an
+        // Sent again, a write carries what its first send carried: a local edit made since is an
         // operation of its own, queued behind it, and the 409 or 412 of its own first arrival
-        // is recognised only against the data that arrival carried.
-        if replay, local != nil, let again = operation.sentRow {
-            return try request(for: operation, engine: engine, row: again)
-        }
+        // is recognised only against the data that arrival carried. So too when the row was
+        // deleted locally since: the write may be on the server, and its answer (or its own
+        // 409/412, checked) gives the delete behind it the server's version, where a delete
+        // sent with the version before it would meet a 412 of the device's own making.
+        if replay, let again = operation.sentRow { return try request(for: operation, engine: engine, row: again) }
         if let local { return try request(for: operation, engine: engine, row: local) }
-        if replay, operation.kind == .insert, LocalID.isLocal(operation.itemID), let again = operation.sentRow {
-            return try request(for: operation, engine: engine, row: again)
-        }
         return nil
     }
 
@@ -682,6 +680,21 @@ extension SyncContext {
                         + "it stays attempted for the next push")
             }
         }
+        // The server keeps the row deleted (a 412 or 409 that brings the deleted row).
+        let serverKeepsItDeleted =
+            serverItem.map { item in
+                guard let name = engine.wireName(.deleted), case .bool(true)? = item[name] else { return false }
+                return true
+            } ?? false
+        if operation.kind == .delete, serverKeepsItDeleted {
+            // Deleted on both sides: the delete is done, no conflict.
+            var change = StoreChange()
+            change.remove(engine.storeID(operation.itemID))
+            if (try? await commitSettling(change, dropping: sequence)) != nil {
+                outcome.result = .ok
+                return .next
+            }
+        }
         let conflict = SyncConflict(
             operation: operation, status: error.status ?? 0,
             localItem: operation.kind == .delete ? operation.item : engine.row(engine.storeID(operation.itemID)),
@@ -705,11 +718,6 @@ extension SyncContext {
             // Each way of taking the server's side commits once; a commit refused leaves the
             // conflict recorded.
             let committed: Bool
-            let serverKeepsItDeleted =
-                serverItem.map { item in
-                    guard let name = engine.wireName(.deleted), case .bool(true)? = item[name] else { return false }
-                    return true
-                } ?? false
             if operation.kind == .delete, let serverItem {
                 // The local delete is refused: the server's row comes back locally (its answer
                 // path takes no row for a delete), unless the server keeps it deleted. Left
@@ -759,9 +767,19 @@ extension SyncContext {
             outcome.result = .resolved
             return .next
         case .discard:
+            // The row goes locally, and with it the inserts and updates of it queued behind
+            // (left, they would fail forever on a row that is not there); a delete behind
+            // still goes.
             var change = StoreChange()
             change.remove(storeID)
-            try? await commitSettling(change, dropping: sequence)
+            let table = operation.table
+            let item = operation.itemID
+            _ = try? await commitQueued(change) { db in
+                for queued in try SyncQueue.operations(db, table: table, itemID: item)
+                where queued.sequence == sequence || (queued.sequence > sequence && queued.kind != .delete) {
+                    try SyncQueue.remove(db, sequence: queued.sequence)
+                }
+            }
             outcome.result = .resolved
             return .next
         case .replace(let row):
@@ -778,6 +796,10 @@ extension SyncContext {
             outcome.result = .resolved
             return .next
         case .clientWins:
+            // A row the server keeps deleted is gone for the client's side too: its write
+            // becomes the row's insert again (which a server that keeps the id refuses: the
+            // delete then stands).
+            let gone = gone || serverKeepsItDeleted
             guard retriesLeft > 0, serverVersion != nil || operation.kind != .insert || gone else {
                 await record(error, sequence: sequence, serverItem: serverItem)
                 outcome.result = .conflict
