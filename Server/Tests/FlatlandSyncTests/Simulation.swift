@@ -680,6 +680,9 @@ struct Simulation {
             // (Sent twice, refused by what may be its own first arrival, not checked: a read of
             // the row failed. Maybe applied, as a lost answer; the next push checks it.)
             case .error where outcome.status == 409 || outcome.status == 412: acknowledged = false
+            // (A 5xx may have been applied, as the engine takes it: a write sent again under its
+            // key and answered later was applied here, at its first send, if at all.)
+            case .error where (outcome.status ?? 0) >= 500: acknowledged = false
             case .error, .conflict, .uncertain: continue
             }
             guard let key = sent?.key ?? keys[outcome.sequence] else {
