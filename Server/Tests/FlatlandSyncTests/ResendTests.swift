@@ -166,7 +166,9 @@ struct ResendTests {
     /// dropped as moot, and the delete, sent with the version before the update's arrival, met a
     /// 412 of the device's own making: a conflict, and server-wins brought the row back; seed
     /// 531 of the simulation.)
-    @Test("an update maybe applied, its row deleted locally since, is sent again as it was: the delete behind it goes through")
+    @Test(
+        "an update maybe applied, its row deleted locally since, is sent again as it was: the delete behind it goes through"
+    )
     func aMaybeAppliedUpdateOfARowDeletedSinceIsSentAgainAndTheDeleteGoesThrough() async throws {
         try await withKeylessServer { server, port, device in
             let todos = device.sync.table("todoitem")
