@@ -304,7 +304,7 @@ extension SyncContext {
                         // What it is sent with, kept as a single push keeps it (a replay keeps
                         // what its first send carried).
                         let engine = self.engine(for: operation.table)
-                        if marked.kind != .delete, operation.state != .attempted || marked.sentRow == nil,
+                        if marked.kind != .delete, !(operation.isReplay && marked.sentRow != nil),
                             let local = engine.row(engine.storeID(marked.itemID))
                         {
                             let data = OfflineTable.data(local)
