@@ -26,6 +26,26 @@ struct ResendTests {
         }
     }
 
+    /// Seeds row `k0`, then makes one write by `method` (POST: inserts `k1` = "new"; PATCH:
+    /// updates `k0` to "edited") whose answer the server loses, and whose check after the
+    /// re-send (a read of the row) is lost too. Returns the row's id and the text written.
+    func writeWithItsCheckLost(
+        _ method: String, server: SampleServer, device: Device
+    ) async throws -> (id: String, text: String) {
+        let todos = device.sync.table("todoitem")
+        try todos.insert(["id": "k0", "text": "seed"])
+        #expect(await device.sync.push().succeeded)
+        let (id, text) = method == "POST" ? ("k1", "new") : ("k0", "edited")
+        if method == "POST" {
+            try todos.insert(["id": .string(id), "text": .string(text)])
+        } else {
+            try todos.update(["id": .string(id), "text": .string(text)])
+        }
+        server.tableFaults.inject(.loseResponse, method: method, pathPrefix: "/tables/todoitem")
+        server.tableFaults.inject(.loseResponse, method: "GET", pathPrefix: "/tables/todoitem/\(id)")
+        return (id, text)
+    }
+
     @Test(
         "an insert under the client's id, an update and a delete with If-Match whose connection drops unanswered are sent again at once and applied once",
         arguments: ["POST", "PATCH", "DELETE"])
@@ -78,19 +98,9 @@ struct ResendTests {
     func aResentWriteMeetingItsOwnRefusalUncheckedStaysAttempted(_ method: String) async throws {
         try await withKeylessServer { server, port, device in
             let todos = device.sync.table("todoitem")
-            try todos.insert(["id": "k0", "text": "seed"])
-            #expect(await device.sync.push().succeeded)
-            let id = method == "POST" ? "k1" : "k0"
-            if method == "POST" {
-                try todos.insert(["id": "k1", "text": "new"])
-            } else {
-                try todos.update(["id": "k0", "text": "edited"])
-            }
-            let text = method == "POST" ? "new" : "edited"
             // The write is applied and its answer lost; sent again, it meets its own 409/412;
             // the read of the row that would prove it is lost too.
-            server.tableFaults.inject(.loseResponse, method: method, pathPrefix: "/tables/todoitem")
-            server.tableFaults.inject(.loseResponse, method: "GET", pathPrefix: "/tables/todoitem/\(id)")
+            let (id, text) = try await writeWithItsCheckLost(method, server: server, device: device)
             let conflicts = Mutex(0)
             let handler: ConflictHandler = { conflict in
                 conflicts.withLock { $0 += 1 }
@@ -126,16 +136,7 @@ struct ResendTests {
     func aResentWriteAfterALocalEditCarriesWhatItFirstSent(_ method: String) async throws {
         try await withKeylessServer { server, port, device in
             let todos = device.sync.table("todoitem")
-            try todos.insert(["id": "k0", "text": "seed"])
-            #expect(await device.sync.push().succeeded)
-            let id = method == "POST" ? "k1" : "k0"
-            if method == "POST" {
-                try todos.insert(["id": "k1", "text": "new"])
-            } else {
-                try todos.update(["id": "k0", "text": "edited"])
-            }
-            server.tableFaults.inject(.loseResponse, method: method, pathPrefix: "/tables/todoitem")
-            server.tableFaults.inject(.loseResponse, method: "GET", pathPrefix: "/tables/todoitem/\(id)")
+            let (id, _) = try await writeWithItsCheckLost(method, server: server, device: device)
             let conflicts = Mutex(0)
             let handler: ConflictHandler = { conflict in
                 conflicts.withLock { $0 += 1 }
