@@ -39,6 +39,38 @@ struct CoarseClockTests {
         }
     }
 
+    /// A pull cut in the middle of a tick keeps its whole key, `(T, r0009)`. While it is cut,
+    /// another client updates `r0003`, and the coarse clock gives the update the same `T`: the
+    /// row now sits behind the key, in the key's tick. Then the clock moves on and a later row
+    /// is written, so the resumed pull ends in a later tick and no later pull reads `T` again.
+    /// The resumed pull reads the key's tick from its start (the simulation's seed 530 lost
+    /// such a row for good).
+    @Test(
+        "a row of the key's tick updated behind the key while the pull was cut reaches the resumed pull",
+        arguments: [TableProtocol.v2, .v3])
+    func aRowUpdatedBehindACutPullsKeyInItsTickReachesTheResume(version: TableProtocol) async throws {
+        var behaviour = LegalServer.Behaviour(protocol: version, rowsPerTick: 100_000)
+        behaviour.failsListings = [3]
+        let server = LegalServer(behaviour)
+        server.insert(count: 20)
+        try await withLegalDevice(server) { device in
+            await #expect(throws: SyncError.self) { try await device.table.pull(queryID: "all", pageSize: 5) }
+            // Two pages committed, r0000–r0009: the key is (T, r0009).
+            #expect(device.local().count == 10)
+            server.update("r0003", text: "updated behind the key, in its tick")
+            server.advanceClock()
+            server.update("r0015", text: "a later tick")
+            let resumed = try await device.table.pull(queryID: "all", pageSize: 5)
+            #expect(device.matchesServer(), "missing \(device.missing())")
+            // Read again from the tick's start, the rows the device holds as they are count as
+            // none: r0003, then r0010–r0019.
+            #expect(resumed.rows == 11, "\(resumed)")
+            let next = try await device.table.pull(queryID: "all", pageSize: 5)
+            #expect(next.rows == 0, "\(next)")
+            #expect(device.matchesServer(), "missing \(device.missing())")
+        }
+    }
+
     @Test("tied rows in a random order per request and a coarse clock, written between pulls: every row arrives")
     func shuffledTiesOnACoarseClockBetweenPulls() async throws {
         let server = LegalServer(.init(protocol: .v2, pageCap: 7, rowsPerTick: 25, shufflesTies: true))

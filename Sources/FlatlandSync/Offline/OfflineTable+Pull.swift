@@ -58,9 +58,11 @@ extension OfflineTable {
     /// <…>; rel=next` header, or v3's `nextLink` as a URL, a path or a query string) is
     /// followed, its rows applied, and the pull then asks again from its key. With a `queryID`
     /// the key is kept in the file, committed with each page: the next pull, or this one
-    /// resumed after a crash, a kill or an error, starts after the last row committed. A delta
-    /// token kept by an older version (a date) is read as the key before the rows of that date.
-    /// Without a `queryID` the whole query is read.
+    /// resumed after a crash, a kill or an error, starts at the `updatedAt` of the last row
+    /// committed and reads that tick again from its first row (a server with a coarse clock may
+    /// give a row written since the same `updatedAt` and an id before the key's); the rows it
+    /// holds as they are count as none in ``PullResult/rows``. A delta token kept by an older
+    /// version (a date) is read the same way. Without a `queryID` the whole query is read.
     ///
     /// A page holding one id twice keeps the copy with the later `updatedAt`. Rows marked
     /// deleted are removed locally; rows with operations not pushed yet are left as they are

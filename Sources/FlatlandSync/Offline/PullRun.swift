@@ -24,8 +24,8 @@ struct PullRun {
     private var pageSize = 0
     /// Every path asked for: a link to one of them is a loop.
     private var asked: Set<String> = []
-    /// The tick a pull by key started from when its key had no id (a pull after one that
-    /// ended): its rows are read again, and those the device holds as they are count as none.
+    /// The tick a pull by key starts from, read again from its first row: its rows the device
+    /// holds as they are count as none.
     private var boundary: TableTimestamp?
     /// Official-client paging: the token (largest `updatedAt` seen).
     private var token: TableTimestamp?
@@ -46,7 +46,15 @@ struct PullRun {
         pageSize = options.pageSize
         if queryID != nil, key == nil { self.result.token = TableTimestamp.epoch.description }
         if options.paging == .officialClients, queryID != nil { token = key?.updatedAt ?? .epoch }
-        if options.paging == .key, let key, key.id == nil { boundary = key.updatedAt }
+        if options.paging == .key, let key {
+            // A pull starts at its key's tick, from the tick's first row, even when the key has
+            // an id (a pull stopped before its end, by a kill or an error): on a coarse clock a
+            // row written meanwhile, by another client, may get that tick's `updatedAt` with an
+            // id before the key's. Behind the key, it would never be read, for the pull goes on
+            // into later ticks and the next pull starts from the last.
+            boundary = key.updatedAt
+            self.key = PullKey(updatedAt: key.updatedAt, id: nil)
+        }
     }
 
     private var name: String { table.name }
@@ -193,7 +201,8 @@ struct PullRun {
             // token kept is the key's `updatedAt` without its id: the next pull reads that tick
             // again, for a server whose clock is coarse gives a row written later in the same
             // tick the same `updatedAt` (and, with an id before the key's, it would be behind
-            // it). A pull stopped before its end keeps its whole key, and goes on from it.
+            // it). A pull stopped before its end keeps its whole key; resumed, it reads the
+            // key's tick again too (`init`).
             let ended =
                 linked == nil && queryID != nil ? key.map { PullKey(updatedAt: $0.updatedAt, id: nil).token } : nil
             return (linked, ended, nil)
