@@ -71,6 +71,54 @@ struct CoarseClockTests {
         }
     }
 
+    /// While a pull pages: a page ends in the server's current tick (three rows per tick); then
+    /// another client updates a row of that tick with an id before the page's last (the same
+    /// `updatedAt`, the clock has not moved), the clock moves on and a row is written. The pull
+    /// goes on into the later tick, so no later pull reads the earlier one again: the next
+    /// request reads the page's last tick again from its first row.
+    @Test(
+        "a row written into a page's last tick, behind its last row, while the pull pages reaches the same pull",
+        arguments: [TableProtocol.v2, .v3])
+    func aRowWrittenBehindAPagesLastRowInItsTickIsPulled(version: TableProtocol) async throws {
+        var behaviour = LegalServer.Behaviour(protocol: version, rowsPerTick: 3)
+        // r0000–r0002 in the first tick, r0003 and r0004 in the second: the page's last tick.
+        behaviour.writesBeforeListings = [2: [.update("r0003"), .advanceClock, .insert]]
+        let server = LegalServer(behaviour)
+        server.insert(count: 5)
+        try await withLegalDevice(server) { device in
+            let pulled = try await device.table.pull(queryID: "all", pageSize: 5)
+            #expect(device.matchesServer(), "missing \(device.missing())")
+            // r0003 twice (inserted, then updated), r0005; r0004, read again as it is, counts as none.
+            #expect(pulled.rows == 7, "\(pulled)")
+            let next = try await device.table.pull(queryID: "all", pageSize: 5)
+            #expect(next.rows == 0, "\(next)")
+            #expect(device.matchesServer(), "missing \(device.missing())")
+        }
+    }
+
+    /// While a pull pages through a tick of more rows than a page (a coarse clock): another
+    /// client updates a row of the tick behind the pull's key, then the clock moves on and a
+    /// row is written. When an answer shows the later tick, the tick is read once more from its
+    /// first row, now that it is complete.
+    @Test(
+        "a row written behind the key into a tick of more than a page, while the pull pages, reaches the same pull",
+        arguments: [TableProtocol.v2, .v3])
+    func aRowWrittenBehindTheKeyInALargeTickIsPulled(version: TableProtocol) async throws {
+        var behaviour = LegalServer.Behaviour(protocol: version, rowsPerTick: 100_000)
+        behaviour.writesBeforeListings = [2: [.update("r0001")], 3: [.advanceClock, .insert]]
+        let server = LegalServer(behaviour)
+        server.insert(count: 12)
+        try await withLegalDevice(server) { device in
+            let pulled = try await device.table.pull(queryID: "all", pageSize: 5)
+            #expect(device.matchesServer(), "missing \(device.missing())")
+            // 13 rows and r0001's update; the tick's rows read again as they are count as none.
+            #expect(pulled.rows == 14, "\(pulled)")
+            let next = try await device.table.pull(queryID: "all", pageSize: 5)
+            #expect(next.rows == 0, "\(next)")
+            #expect(device.matchesServer(), "missing \(device.missing())")
+        }
+    }
+
     @Test("tied rows in a random order per request and a coarse clock, written between pulls: every row arrives")
     func shuffledTiesOnACoarseClockBetweenPulls() async throws {
         let server = LegalServer(.init(protocol: .v2, pageCap: 7, rowsPerTick: 25, shufflesTies: true))

@@ -209,8 +209,8 @@ extension OfflineTable {
     struct PageTally: Sendable {
         /// The rows read (``unchanged`` included).
         var rows = 0
-        /// The rows of the pull's first tick read again that the device holds as they are
-        /// (``PageRequest/boundary``): neither written nor counted in the pull's rows.
+        /// The rows read again that the device holds as they are (``PageRequest/reread``):
+        /// neither written nor counted in the pull's rows.
         var unchanged = 0
         var skipped = 0
         /// The store ids of the rows marked deleted (removed by the commit where they exist).
@@ -218,6 +218,13 @@ extension OfflineTable {
         /// The server ids of the rows the page writes or removes.
         var written: Set<String> = []
         var newest: TableTimestamp?
+        /// The earliest `updatedAt` of the page's rows.
+        var oldest: TableTimestamp?
+        /// The rows of the page's last tick (every row, for a request from inside a tick,
+        /// ``PageRequest/keepsEveryRow``), as the page had them: the next request, which reads
+        /// them again, counts them as no change even before this page's commit lands.
+        var tail: [(id: String, row: HeldRow)] = []
+        var tailStamp: TableTimestamp?
         /// The page's last row, in the server's order: its `updatedAt` (nil when it has none)
         /// and its id.
         var last: (updatedAt: TableTimestamp?, id: String)?
@@ -228,6 +235,12 @@ extension OfflineTable {
         var pairs: [String] = []
     }
 
+    /// A row as a page had it: its version, and whether it was marked deleted.
+    struct HeldRow: Sendable, Equatable {
+        var version: JSONValue?
+        var deleted: Bool
+    }
+
     /// Where a page is read from: its path, the position of its first row in the query, and
     /// whether the pull wrote it (from its key) or the server did (a next link).
     struct PageRequest: Sendable {
@@ -236,9 +249,15 @@ extension OfflineTable {
         var isLink = false
         /// Whether the page's rows are listed, to check that it brings one the pull had not read.
         var collectsRows = false
-        /// The `updatedAt` the pull started from when it read that tick again (its key had no
-        /// id): a row of it that the device holds as it is counts as no change.
-        var boundary: TableTimestamp?
+        /// The `updatedAt`s the pull reads again (a tick it reads once more, and the rows after
+        /// it that it applied already): a row of them that the device holds as it is counts as
+        /// no change.
+        var reread: ClosedRange<TableTimestamp>?
+        /// The rows the page before brought that this one reads again (``PageTally/tail``).
+        var readBefore: [String: HeldRow] = [:]
+        /// Whether the page's every row goes into its ``PageTally/tail`` (a request from inside
+        /// a tick: its answer may show the tick complete, and the tick is then read again).
+        var keepsEveryRow = false
     }
 
     /// A page read to its end and not yet committed.
@@ -311,7 +330,7 @@ extension OfflineTable {
         let tally = Mutex(PageTally())
         let prefix = engine.prefix
         let versionName = engine.wireName(.version)
-        let boundary = request.boundary
+        let reread = request.reread
         let condition: @Sendable (IncomingEntity) -> Bool = { entity in
             // The two system fields read alone, typed or untyped: building every row's fields
             // as values (a typed row's written out as JSON and parsed again) cost the pull more
@@ -321,17 +340,26 @@ extension OfflineTable {
             let id = TableRowID.serverID(fromStoreID: entity.id, prefix: prefix)
             var stamp: TableTimestamp?
             if case .string(let text)? = updated { stamp = try? TableTimestamp(parsing: text) }
-            // A row of the tick the pull started from, read again, that the device has as it is.
+            let held = HeldRow(version: versionName.flatMap { entity.field($0) }, deleted: deleted == .bool(true))
+            // A row read again that the device has as it is, or that the page before brought so.
             let unchanged =
-                boundary != nil && stamp == boundary
-                && OfflineTable.holds(
-                    engine.row(entity.id), version: versionName.flatMap { entity.field($0) },
-                    deleted: deleted == .bool(true), versionName: versionName)
+                stamp.map { reread?.contains($0) ?? false } ?? false
+                && (request.readBefore[id] == held
+                    || OfflineTable.holds(
+                        engine.row(entity.id), version: held.version, deleted: held.deleted, versionName: versionName))
             return tally.withLock { t in
                 t.rows += 1
                 t.last = (stamp, id)
                 if request.collectsRows { t.pairs.append((stamp?.description ?? "") + "\t" + id) }
                 if let stamp, t.newest.map({ stamp > $0 }) ?? true { t.newest = stamp }
+                if let stamp, t.oldest.map({ stamp < $0 }) ?? true { t.oldest = stamp }
+                if let stamp {
+                    if !request.keepsEveryRow, t.tailStamp != stamp {
+                        t.tail.removeAll(keepingCapacity: true)
+                        t.tailStamp = stamp
+                    }
+                    t.tail.append((id, held))
+                }
                 if let stamp {
                     // One id twice in a page: the later copy wins, whichever comes first.
                     if let earlier = t.stamps[id], earlier > stamp { return false }

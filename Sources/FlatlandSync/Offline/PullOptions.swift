@@ -4,11 +4,13 @@ import Foundation
 public struct PullOptions: Sendable, Hashable {
     /// How the pages are asked for.
     public enum Paging: Sendable, Hashable {
-        /// By the key `(updatedAt, id)`, the default: each request asks for the rows after the
-        /// last one pulled, `(updatedAt gt T) or (updatedAt eq T and id gt 'I')` ordered by
-        /// `updatedAt, id`, with `$top` the page size, until one brings none. Safe when many
-        /// rows share one `updatedAt`, when the server caps its pages, orders ties differently
-        /// on every request, or changes rows while the pull pages, and on a resume.
+        /// By the key `(updatedAt, id)`, the default: the rows ordered by `updatedAt, id`, each
+        /// request asking for those after the last one pulled, `(updatedAt gt T) or (updatedAt
+        /// eq T and id gt 'I')`, or for a tick that may have grown since it was read from its
+        /// first row, `updatedAt ge T`; `$top` the page size, until a request brings none. Safe
+        /// when many rows share one `updatedAt`, when the server caps its pages, orders ties
+        /// differently on every request, changes rows while the pull pages (in the tick it is
+        /// reading, too), and on a resume. The article "Working offline" gives the rules.
         case key
         /// The official clients' query strings, byte for byte, for a server or a proxy that
         /// needs them: `updatedAt ge T` (`gt` in v3) ordered by `updatedAt` alone, re-paged

@@ -6,8 +6,9 @@ import FlatlandJSON
 /// what each page's commit keeps, and the checks that make a server's paging end or fail,
 /// never loop.
 ///
-/// By key (``PullOptions/Paging/key``): a request the pull writes asks for the rows after the
-/// key; its rows are contiguous from the key, so its last row is the new key, committed with
+/// By key (``PullOptions/Paging/key``): a request the pull writes asks for the rows from the
+/// key: after `(T, I)`, or from the first row of `T` when the key has no id; its rows are
+/// contiguous from the key, and the next key (``nextKey(after:stamp:id:)``) is committed with
 /// the page. A page read from the server's next link is applied but moves no key (a link that
 /// pages with `$skip` skips a row when a row before it changes meanwhile); when the links end,
 /// the pull asks again from its key. The pull ends when a request from the key brings no row.
@@ -16,7 +17,7 @@ struct PullRun {
     let queryID: String?
     let query: TableQuery
     let options: PullOptions
-    /// Where the pull stands: nil before the first row.
+    /// Where the next request from the key starts: nil before the first row.
     var key: PullKey?
     var result: PullResult
 
@@ -24,9 +25,16 @@ struct PullRun {
     private var pageSize = 0
     /// Every path asked for: a link to one of them is a loop.
     private var asked: Set<String> = []
-    /// The tick a pull by key starts from, read again from its first row: its rows the device
-    /// holds as they are count as none.
-    private var boundary: TableTimestamp?
+    /// The `updatedAt`s the pull reads again: the tick it starts from, a tick it reads once more
+    /// from its first row, and the rows after that tick it applied already. Those rows that the
+    /// device holds as they are count as none.
+    private var reread: ClosedRange<TableTimestamp>?
+    /// The tick read again once the pull saw it closed (``nextKey(after:stamp:id:)``).
+    private var rechecked: TableTimestamp?
+    /// The last row pulled, as ``PullResult/token`` and ``PullResult/tokenID`` report it.
+    private var lastPulled: PullKey?
+    /// The rows of the last page from the key that the next request reads again.
+    private var readBefore: [String: OfflineTable.HeldRow] = [:]
     /// Official-client paging: the token (largest `updatedAt` seen).
     private var token: TableTimestamp?
     /// The rows (`updatedAt` and id) of the pages that must bring a new one: every page of
@@ -52,7 +60,7 @@ struct PullRun {
             // row written meanwhile, by another client, may get that tick's `updatedAt` with an
             // id before the key's. Behind the key, it would never be read, for the pull goes on
             // into later ticks and the next pull starts from the last.
-            boundary = key.updatedAt
+            reread = key.updatedAt...key.updatedAt
             self.key = PullKey(updatedAt: key.updatedAt, id: nil)
         }
     }
@@ -64,7 +72,8 @@ struct PullRun {
         switch options.paging {
         case .key:
             return OfflineTable.PageRequest(
-                path: try table.keyPath(query, key: key, pageSize: pageSize), start: 0, boundary: boundary)
+                path: try table.keyPath(query, key: key, pageSize: pageSize), start: 0, reread: reread,
+                keepsEveryRow: key?.id != nil)
         case .officialClients:
             return OfflineTable.PageRequest(
                 path: try table.officialPath(query, token: token, skip: 0, pageSize: pageSize), start: 0,
@@ -147,9 +156,9 @@ struct PullRun {
             case .key:
                 if let newKey {
                     key = newKey
-                    if queryID != nil {
-                        result.token = newKey.updatedAt.description
-                        result.tokenID = newKey.id
+                    if queryID != nil, let lastPulled {
+                        result.token = lastPulled.updatedAt.description
+                        result.tokenID = lastPulled.id
                     }
                 }
             case .officialClients:
@@ -175,7 +184,7 @@ struct PullRun {
             do {
                 linked = OfflineTable.PageRequest(
                     path: try table.engine.relativePath(ofLink: link, requestPath: request.path),
-                    start: request.start + tally.rows, isLink: true, collectsRows: true, boundary: boundary)
+                    start: request.start + tally.rows, isLink: true, collectsRows: true, reread: reread)
             } catch {
                 throw SyncError(.http, error.message, table: name, tableError: error)
             }
@@ -212,17 +221,21 @@ struct PullRun {
                 .invalidResponse, "the row \(last.id) of \(request.path) has no \(updatedName) the pull can read",
                 table: name)
         }
-        let newKey = PullKey(updatedAt: stamp, id: last.id)
         if let key {
             // The server's own order decides which id comes after which; only a key that did
-            // not move, or moved back in time, says the server did not answer the filter.
-            guard stamp > key.updatedAt || (stamp == key.updatedAt && last.id != key.id) else {
+            // not move, or moved back in time, or a row before the key's tick, says the server
+            // did not answer the filter.
+            guard stamp > key.updatedAt || (stamp == key.updatedAt && last.id != key.id),
+                tally.oldest.map({ $0 >= key.updatedAt }) ?? true
+            else {
                 throw SyncError(
                     .noProgress,
                     "the server answered \(request.path) with no row after the pull's key (\(key.updatedAt), \(key.id ?? "none"))",
                     table: name)
             }
         }
+        lastPulled = PullKey(updatedAt: stamp, id: last.id)
+        let newKey = nextKey(after: tally, stamp: stamp, id: last.id)
         if let linked {
             // A server that caps its pages below $top: later requests ask for its cap.
             if tally.rows < pageSize { pageSize = tally.rows }
@@ -231,11 +244,40 @@ struct PullRun {
         return (try fromKey(newKey), queryID == nil ? nil : newKey.token, newKey)
     }
 
+    /// Where the request after a page from the key starts, the page's last row being
+    /// `(stamp, id)`; the key committed with the page.
+    ///
+    /// A tick is complete only in an answer that also holds a row of a later tick: a server
+    /// gives a new row the clock's time, never earlier than a row it holds, so once a later
+    /// tick has a row no row joins the earlier one. Until then another client's write may land
+    /// in the tick with an id before the key's, behind it. So:
+    /// - a page whose last tick began in it: the next request reads that tick again from its
+    ///   first row, with the rows after it (`updatedAt ge T`): on a fine clock, one row again;
+    /// - a page all of one tick (more rows in the tick than a page): the next request goes on
+    ///   from the key, `(T, id)`; when an answer from inside the tick shows a later one, the
+    ///   tick is read once more from its first row, now that it is complete.
+    private mutating func nextKey(after tally: OfflineTable.PageTally, stamp: TableTimestamp, id: String) -> PullKey {
+        readBefore = Dictionary(tally.tail, uniquingKeysWith: { _, later in later })
+        if let key, key.id != nil, stamp > key.updatedAt, rechecked != key.updatedAt {
+            rechecked = key.updatedAt
+            reread = key.updatedAt...max(stamp, reread?.upperBound ?? stamp)
+            // The tick's requests are asked once more: not a loop, a tick is read again once.
+            asked.removeAll()
+            return PullKey(updatedAt: key.updatedAt, id: nil)
+        }
+        if let oldest = tally.oldest, oldest < stamp {
+            reread = stamp...max(stamp, reread?.upperBound ?? stamp)
+            return PullKey(updatedAt: stamp, id: nil)
+        }
+        return PullKey(updatedAt: stamp, id: id)
+    }
+
     private var updatedName: String { table.engine.wireName(.updatedAt) ?? "updatedAt" }
 
     private func fromKey(_ key: PullKey?) throws(SyncError) -> OfflineTable.PageRequest {
         OfflineTable.PageRequest(
-            path: try table.keyPath(query, key: key, pageSize: pageSize), start: 0, boundary: boundary)
+            path: try table.keyPath(query, key: key, pageSize: pageSize), start: 0, reread: reread,
+            readBefore: readBefore, keepsEveryRow: key?.id != nil)
     }
 
     /// The token a page raises in official-client paging, if it does.

@@ -44,6 +44,9 @@ import Synchronization
 //   URLSession's would.
 // - ``Behaviour/selfLink``: the next link is the request's own URL.
 // - ``Behaviour/ignoresSkip``: `$skip` is read as 0.
+// - ``Behaviour/writesBeforeListings``: another client's writes, made just before the chosen
+//   listings are answered, on the clock as it stands (in the tick of the last write, unless
+//   one of them moves it on): a row written into the tick a pull is reading.
 // - ``Behaviour/failsListings`` (503 for chosen requests) and ``Behaviour/bodyOverride`` (a 200
 //   with another body): faults, for resumes and for answers that are not pages.
 //
@@ -88,6 +91,8 @@ final class LegalServer: HTTPTransport {
         /// The listings (counted from 1) answered `503` with no page: a failed request, for
         /// resumes.
         var failsListings: Set<Int> = []
+        /// Writes made just before the listing (counted from 1) is answered.
+        var writesBeforeListings: [Int: [Write]] = [:]
         /// A body sent instead of the page, with status 200 (a body that is not a page).
         var bodyOverride: String?
         var seed: UInt64 = 1
@@ -162,13 +167,25 @@ final class LegalServer: HTTPTransport {
     /// Adds `count` rows `r0000`, `r0001`… (after the ones there), each a write of the clock.
     func insert(count: Int, text: String = "row") {
         state.withLock { s in
-            for _ in 0..<count {
-                let id = String(format: "r%04d", s.order.count)
-                let stamp = LegalServer.stamp(&s)
-                s.rows[id] = Row(id: id, text: "\(text) \(id)", updatedAt: stamp, version: 1, deleted: false)
-                s.order.append(id)
-            }
+            for _ in 0..<count { LegalServer.add(&s, text: text) }
         }
+    }
+
+    private static func add(_ s: inout State, text: String) {
+        let id = String(format: "r%04d", s.order.count)
+        let stamp = LegalServer.stamp(&s)
+        s.rows[id] = Row(id: id, text: "\(text) \(id)", updatedAt: stamp, version: 1, deleted: false)
+        s.order.append(id)
+    }
+
+    /// Another client's write, for ``Behaviour/writesBeforeListings``.
+    enum Write: Sendable {
+        /// The row's text rewritten (``update(_:text:)``).
+        case update(String)
+        /// One new row (``insert(count:text:)``).
+        case insert
+        /// The clock moved on (``advanceClock()``).
+        case advanceClock
     }
 
     /// Rewrites a row's text (a new `updatedAt` from the clock, a new version).
@@ -291,6 +308,13 @@ final class LegalServer: HTTPTransport {
                 return (HTTPResponseHead(status: 405), Array(#"{"error":"not served"}"#.utf8), b)
             }
             s.listings += 1
+            for write in b.writesBeforeListings[s.listings] ?? [] {
+                switch write {
+                case .update(let id): LegalServer.touch(&s, id, text: "written during listing \(s.listings)", deleted: nil)
+                case .insert: LegalServer.add(&s, text: "row")
+                case .advanceClock: LegalServer.newTick(&s)
+                }
+            }
             if b.failsListings.contains(s.listings) {
                 return (HTTPResponseHead(status: 503), Array(#"{"error":"try later"}"#.utf8), b)
             }
