@@ -74,23 +74,25 @@ struct CoarseClockTests {
     /// While a pull pages: a page ends in the server's current tick (three rows per tick); then
     /// another client updates a row of that tick with an id before the page's last (the same
     /// `updatedAt`, the clock has not moved), the clock moves on and a row is written. The pull
-    /// goes on into the later tick, so no later pull reads the earlier one again: the next
-    /// request reads the page's last tick again from its first row.
+    /// goes on into the later tick, so no later pull reads the earlier one again. After a full
+    /// page (5 rows a page) the next request reads the page's last tick again from its first
+    /// row; after a short one (6 a page), the answer that shows the later tick makes the pull
+    /// read the tick again.
     @Test(
         "a row written into a page's last tick, behind its last row, while the pull pages reaches the same pull",
-        arguments: [TableProtocol.v2, .v3])
-    func aRowWrittenBehindAPagesLastRowInItsTickIsPulled(version: TableProtocol) async throws {
+        arguments: [TableProtocol.v2, .v3], [5, 6])
+    func aRowWrittenBehindAPagesLastRowInItsTickIsPulled(version: TableProtocol, pageSize: Int) async throws {
         var behaviour = LegalServer.Behaviour(protocol: version, rowsPerTick: 3)
         // r0000–r0002 in the first tick, r0003 and r0004 in the second: the page's last tick.
         behaviour.writesBeforeListings = [2: [.update("r0003"), .advanceClock, .insert]]
         let server = LegalServer(behaviour)
         server.insert(count: 5)
         try await withLegalDevice(server) { device in
-            let pulled = try await device.table.pull(queryID: "all", pageSize: 5)
+            let pulled = try await device.table.pull(queryID: "all", pageSize: pageSize)
             #expect(device.matchesServer(), "missing \(device.missing())")
             // r0003 twice (inserted, then updated), r0005; r0004, read again as it is, counts as none.
             #expect(pulled.rows == 7, "\(pulled)")
-            let next = try await device.table.pull(queryID: "all", pageSize: 5)
+            let next = try await device.table.pull(queryID: "all", pageSize: pageSize)
             #expect(next.rows == 0, "\(next)")
             #expect(device.matchesServer(), "missing \(device.missing())")
         }

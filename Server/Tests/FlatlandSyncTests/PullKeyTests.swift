@@ -8,21 +8,54 @@ import Synchronization
 import Testing
 
 /// Runs `body`, cancelling it after `seconds`: a pull that would loop or hang fails the test
-/// instead of holding the run.
+/// instead of holding the run. At the limit it returns at once, leaving a body that does not end
+/// on its cancel behind (a task group would wait for it, and hang with it).
 func withTimeLimit<R: Sendable>(
     _ seconds: Double, _ body: @escaping @Sendable () async throws -> R
 ) async throws -> R {
-    try await withThrowingTaskGroup(of: R?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
-            return nil
+    let (stream, continuation) = AsyncStream.makeStream(of: Result<R, any Error>?.self)
+    let running = Task {
+        do {
+            continuation.yield(.success(try await body()))
+        } catch {
+            continuation.yield(.failure(error))
         }
-        defer { group.cancelAll() }
-        guard case .some(.some(let value)) = try await group.next() else {
-            throw TimeLimitExceeded(seconds: seconds)
+    }
+    let timer = Task {
+        try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+        continuation.yield(nil)
+    }
+    defer { timer.cancel() }
+    for await outcome in stream {
+        guard let outcome else { break }
+        return try outcome.get()
+    }
+    running.cancel()
+    throw TimeLimitExceeded(seconds: seconds)
+}
+
+/// The guard itself: it must not wait for what it guards against.
+@Suite("The time limit of the pull suites")
+struct TimeLimitTests {
+    @Test func aBodyThatIgnoresItsCancelIsLeftAtTheLimit() async throws {
+        let started = ContinuousClock.now
+        await #expect(throws: TimeLimitExceeded.self) {
+            try await withTimeLimit(0.2) {
+                // Ends after 5 s whatever a cancel says.
+                await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 5) { done.resume() }
+                }
+                return 1
+            }
         }
-        return value
+        #expect(ContinuousClock.now - started < .seconds(4))
+        #expect(try await withTimeLimit(5) { 7 } == 7)
+        await #expect(throws: TimeLimitExceeded.self) {
+            try await withTimeLimit(0.1) { () async throws -> Int in
+                try await Task.sleep(for: .seconds(30))
+                return 0
+            }
+        }
     }
 }
 

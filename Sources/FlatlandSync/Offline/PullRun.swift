@@ -235,7 +235,7 @@ struct PullRun {
             }
         }
         lastPulled = PullKey(updatedAt: stamp, id: last.id)
-        let newKey = nextKey(after: tally, stamp: stamp, id: last.id)
+        let newKey = nextKey(after: tally, stamp: stamp, id: last.id, full: linked != nil || tally.rows >= pageSize)
         if let linked {
             // A server that caps its pages below $top: later requests ask for its cap.
             if tally.rows < pageSize { pageSize = tally.rows }
@@ -251,12 +251,17 @@ struct PullRun {
     /// gives a new row the clock's time, never earlier than a row it holds, so once a later
     /// tick has a row no row joins the earlier one. Until then another client's write may land
     /// in the tick with an id before the key's, behind it. So:
-    /// - a page whose last tick began in it: the next request reads that tick again from its
-    ///   first row, with the rows after it (`updatedAt ge T`): on a fine clock, one row again;
-    /// - a page all of one tick (more rows in the tick than a page): the next request goes on
-    ///   from the key, `(T, id)`; when an answer from inside the tick shows a later one, the
-    ///   tick is read once more from its first row, now that it is complete.
-    private mutating func nextKey(after tally: OfflineTable.PageTally, stamp: TableTimestamp, id: String) -> PullKey {
+    /// - a full page whose last tick began in it: the next request reads that tick again from
+    ///   its first row, with the rows after it (`updatedAt ge T`): on a fine clock, one row
+    ///   again;
+    /// - a page all of one tick (more rows in the tick than a page), or a short one (most often
+    ///   the last): the next request goes on from the key, `(T, id)`; when an answer from inside
+    ///   the tick shows a later one, the tick is read once more from its first row, now that it
+    ///   is complete. After a short page that answer is most often empty: the end, whose token
+    ///   reads the tick again at the next pull.
+    private mutating func nextKey(
+        after tally: OfflineTable.PageTally, stamp: TableTimestamp, id: String, full: Bool
+    ) -> PullKey {
         readBefore = Dictionary(tally.tail, uniquingKeysWith: { _, later in later })
         if let key, key.id != nil, stamp > key.updatedAt, rechecked != key.updatedAt {
             rechecked = key.updatedAt
@@ -265,7 +270,7 @@ struct PullRun {
             asked.removeAll()
             return PullKey(updatedAt: key.updatedAt, id: nil)
         }
-        if let oldest = tally.oldest, oldest < stamp {
+        if full, let oldest = tally.oldest, oldest < stamp {
             reread = stamp...max(stamp, reread?.upperBound ?? stamp)
             return PullKey(updatedAt: stamp, id: nil)
         }
