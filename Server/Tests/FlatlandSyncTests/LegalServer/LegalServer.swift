@@ -310,7 +310,8 @@ final class LegalServer: HTTPTransport {
             s.listings += 1
             for write in b.writesBeforeListings[s.listings] ?? [] {
                 switch write {
-                case .update(let id): LegalServer.touch(&s, id, text: "written during listing \(s.listings)", deleted: nil)
+                case .update(let id):
+                    LegalServer.touch(&s, id, text: "written during listing \(s.listings)", deleted: nil)
                 case .insert: LegalServer.add(&s, text: "row")
                 case .advanceClock: LegalServer.newTick(&s)
                 }
