@@ -8,8 +8,8 @@ import FlatlandJSON
 ///
 /// By key (``PullOptions/Paging/key``): a request the pull writes asks for the rows from the
 /// key: after `(T, I)`, or from the first row of `T` when the key has no id; its rows are
-/// contiguous from the key, and the next key (``nextKey(after:stamp:id:)``) is committed with
-/// the page. A page read from the server's next link is applied but moves no key (a link that
+/// contiguous from the key, and the next key (``nextKey(after:stamp:id:full:)``) is committed
+/// with the page. A page read from the server's next link is applied but moves no key (a link that
 /// pages with `$skip` skips a row when a row before it changes meanwhile); when the links end,
 /// the pull asks again from its key. The pull ends when a request from the key brings no row.
 struct PullRun {
@@ -29,7 +29,7 @@ struct PullRun {
     /// from its first row, and the rows after that tick it applied already. Those rows that the
     /// device holds as they are count as none.
     private var reread: ClosedRange<TableTimestamp>?
-    /// The tick read again once the pull saw it closed (``nextKey(after:stamp:id:)``).
+    /// The tick read again once the pull saw it closed (``nextKey(after:stamp:id:full:)``).
     private var rechecked: TableTimestamp?
     /// The last row pulled, as ``PullResult/token`` and ``PullResult/tokenID`` report it.
     private var lastPulled: PullKey?
