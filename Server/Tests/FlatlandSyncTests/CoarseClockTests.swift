@@ -60,14 +60,9 @@ struct CoarseClockTests {
             server.update("r0003", text: "updated behind the key, in its tick")
             server.advanceClock()
             server.update("r0015", text: "a later tick")
-            let resumed = try await device.table.pull(queryID: "all", pageSize: 5)
-            #expect(device.matchesServer(), "missing \(device.missing())")
             // Read again from the tick's start, the rows the device holds as they are count as
             // none: r0003, then r0010–r0019.
-            #expect(resumed.rows == 11, "\(resumed)")
-            let next = try await device.table.pull(queryID: "all", pageSize: 5)
-            #expect(next.rows == 0, "\(next)")
-            #expect(device.matchesServer(), "missing \(device.missing())")
+            try await pullGetsEveryRow(device, pageSize: 5, counting: 11)
         }
     }
 
@@ -88,13 +83,8 @@ struct CoarseClockTests {
         let server = LegalServer(behaviour)
         server.insert(count: 5)
         try await withLegalDevice(server) { device in
-            let pulled = try await device.table.pull(queryID: "all", pageSize: pageSize)
-            #expect(device.matchesServer(), "missing \(device.missing())")
             // r0003 twice (inserted, then updated), r0005; r0004, read again as it is, counts as none.
-            #expect(pulled.rows == 7, "\(pulled)")
-            let next = try await device.table.pull(queryID: "all", pageSize: pageSize)
-            #expect(next.rows == 0, "\(next)")
-            #expect(device.matchesServer(), "missing \(device.missing())")
+            try await pullGetsEveryRow(device, pageSize: pageSize, counting: 7)
         }
     }
 
@@ -111,14 +101,20 @@ struct CoarseClockTests {
         let server = LegalServer(behaviour)
         server.insert(count: 12)
         try await withLegalDevice(server) { device in
-            let pulled = try await device.table.pull(queryID: "all", pageSize: 5)
-            #expect(device.matchesServer(), "missing \(device.missing())")
             // 13 rows and r0001's update; the tick's rows read again as they are count as none.
-            #expect(pulled.rows == 14, "\(pulled)")
-            let next = try await device.table.pull(queryID: "all", pageSize: 5)
-            #expect(next.rows == 0, "\(next)")
-            #expect(device.matchesServer(), "missing \(device.missing())")
+            try await pullGetsEveryRow(device, pageSize: 5, counting: 14)
         }
+    }
+
+    /// Pulls; the device then holds every server row at its version, the pull counted `rows`,
+    /// and a pull after it brings none.
+    private func pullGetsEveryRow(_ device: LegalDevice, pageSize: Int, counting rows: Int) async throws {
+        let pulled = try await device.table.pull(queryID: "all", pageSize: pageSize)
+        #expect(device.matchesServer(), "missing \(device.missing())")
+        #expect(pulled.rows == rows, "\(pulled)")
+        let next = try await device.table.pull(queryID: "all", pageSize: pageSize)
+        #expect(next.rows == 0, "\(next)")
+        #expect(device.matchesServer(), "missing \(device.missing())")
     }
 
     @Test("tied rows in a random order per request and a coarse clock, written between pulls: every row arrives")

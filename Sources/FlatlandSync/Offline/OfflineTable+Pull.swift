@@ -359,8 +359,6 @@ extension OfflineTable {
                         t.tailStamp = stamp
                     }
                     t.tail.append((id, held))
-                }
-                if let stamp {
                     // One id twice in a page: the later copy wins, whichever comes first.
                     if let earlier = t.stamps[id], earlier > stamp { return false }
                     t.stamps[id] = stamp
