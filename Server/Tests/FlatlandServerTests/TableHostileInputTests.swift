@@ -117,6 +117,33 @@ import Testing
     }
 
     @Test(arguments: TestStorage.all)
+    func aCallerPastItsCapKeepsItsNewestKeysAndAtMostAnEighthMore(_ kind: TestStorage) async throws {
+        // The SQLite storage prunes a caller's records once every cap / 8 + 1 of its writes, not
+        // at each (finding the cap's boundary walks the caller's records): the newest 16 are
+        // always answered, and at most 2 older ones.
+        let c = try await client(kind) { $0.idempotencyMaxKeysPerCaller = 16 }
+        _ = await c.send("POST", "/tables/todoitem", #"{"id":"a","n":0}"#)
+        for i in 0..<40 {
+            let reply = await c.send(
+                "PATCH", "/tables/todoitem/a", #"{"n":\#(i + 1)}"#, headers: ["idempotency-key": "k\(i)"])
+            #expect(reply.status == 200)
+        }
+        for i in (24..<40).reversed() {
+            let reply = await c.send(
+                "PATCH", "/tables/todoitem/a", #"{"n":\#(i + 1)}"#, headers: ["idempotency-key": "k\(i)"])
+            #expect(header(reply, "Idempotent-Replayed") == "true", "k\(i), one of the newest 16")
+        }
+        var olderAnswered = 0
+        for i in (0..<24).reversed() {
+            let reply = await c.send(
+                "PATCH", "/tables/todoitem/a", #"{"n":\#(i + 1)}"#, headers: ["idempotency-key": "k\(i)"])
+            #expect(reply.status == 200)
+            if header(reply, "Idempotent-Replayed") == "true" { olderAnswered += 1 }
+        }
+        #expect(olderAnswered <= 2, "\(olderAnswered) keys older than the newest 16 were still answered")
+    }
+
+    @Test(arguments: TestStorage.all)
     func aLargeRowIsRememberedByItsVersionAndReplayedWhileItIsTheSame(_ kind: TestStorage) async throws {
         let c = try await client(kind) { $0.idempotencyMaxRowBytes = 1000 }
         let big = String(repeating: "x", count: 5000)

@@ -127,8 +127,12 @@ final class SQLiteTableStorage: TableStorage {
 
     /// Records a write under its key (`data`: the row's fields as stored, kept only up to
     /// ``TableIdempotency/maxRowBytes``), forgets the scope's oldest records past
-    /// ``TableIdempotency/maxPerScope``; every 128th version also prunes the records past their
-    /// time.
+    /// ``TableIdempotency/maxPerScope`` once every ``TableIdempotency/pruneSlack`` + 1 of its
+    /// writes (the scope's count of writes since, in `flatland_table_idempotency_scopes`); every
+    /// 128th version also prunes the records past their time.
+    ///
+    /// Finding the cap's boundary walks the scope's newest records in the index: at every write
+    /// that cost about eight times the write itself.
     private static func remember(_ db: Database, _ key: TableIdempotency, _ row: TableRow, data: String, now: Int64)
         throws
     {
@@ -142,13 +146,25 @@ final class SQLiteTableStorage: TableStorage {
             key.scope, key.key, key.method, key.path, key.status, row.id, row.createdAt, row.updatedAt,
             row.version, row.deleted ? 1 : 0, key.kept(data), now + key.ttl,
         ])
-        try db.cachedStatement(
-            sql: """
-                DELETE FROM flatland_table_idempotency WHERE scope = ? AND expires_at <= (
-                    SELECT expires_at FROM flatland_table_idempotency WHERE scope = ?
-                    ORDER BY expires_at DESC LIMIT 1 OFFSET ?)
-                """
-        ).execute(arguments: [key.scope, key.scope, key.maxPerScope])
+        let writes =
+            try Int.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        INSERT INTO flatland_table_idempotency_scopes (scope, writes) VALUES (?, 1)
+                        ON CONFLICT (scope) DO UPDATE SET writes = writes + 1 RETURNING writes
+                        """),
+                arguments: [key.scope]) ?? 1
+        if writes > key.pruneSlack {
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM flatland_table_idempotency WHERE scope = ? AND expires_at <= (
+                        SELECT expires_at FROM flatland_table_idempotency WHERE scope = ?
+                        ORDER BY expires_at DESC LIMIT 1 OFFSET ?)
+                    """
+            ).execute(arguments: [key.scope, key.scope, key.maxPerScope])
+            try db.cachedStatement(sql: "UPDATE flatland_table_idempotency_scopes SET writes = 0 WHERE scope = ?")
+                .execute(arguments: [key.scope])
+        }
         if row.version % 128 == 0 {
             try db.execute(sql: "DELETE FROM flatland_table_idempotency WHERE expires_at <= ?", arguments: [now])
         }
@@ -219,6 +235,8 @@ final class SQLiteTableStorage: TableStorage {
                         ON flatland_table_idempotency (expires_at);
                     CREATE INDEX IF NOT EXISTS flatland_table_idempotency_scope
                         ON flatland_table_idempotency (scope, expires_at);
+                    CREATE TABLE IF NOT EXISTS flatland_table_idempotency_scopes (
+                        scope TEXT PRIMARY KEY NOT NULL, writes INTEGER NOT NULL);
                     """)
             for table in tables {
                 let t = Self.sqlTable(table.name)

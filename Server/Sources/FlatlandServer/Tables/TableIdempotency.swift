@@ -25,6 +25,11 @@ struct TableIdempotency: Sendable, Hashable {
     /// The most records one scope keeps: past it, its oldest are forgotten.
     var maxPerScope: Int = TableIdempotency.defaultMaxPerScope
 
+    /// How many records past ``maxPerScope`` a scope may hold between two prunings: an eighth
+    /// of the cap (none below 8). The newest ``maxPerScope`` are always kept; a storage that
+    /// prunes at every write (PostgreSQL, once a batch) keeps no more.
+    var pruneSlack: Int { maxPerScope / 8 }
+
     /// The default ``maxRowBytes``: 16 KiB.
     static let defaultMaxRowBytes = 16 << 10
     /// The default ``maxPerScope``: 1,000.
