@@ -39,18 +39,10 @@ extension SyncContext {
         }
     }
 
-    /// A later change queued behind an operation, as far as the settling of the operation's
-    /// answer depends on it: which operation, what it does, how many changes it stands for.
-    private struct Behind: Hashable {
-        var sequence: Int64
-        var kind: SyncOperation.Kind
-        var changes: Int
-    }
-
     /// What settling one answer writes, planned from the queue and the store as they are.
     private struct Settlement {
         var operation: SyncOperation
-        var behind: [Behind]
+        var behind: [SyncQueue.Later]
         /// The server id a local id became (an insert of a row made offline).
         var serverID: String?
         var version: String?
@@ -75,11 +67,9 @@ extension SyncContext {
         let systemNames = engine.version.systemPropertyNames
         for _ in 0..<8 {
             let sequences = answered.map(\.operation)
-            let behind: [[Behind]] = try await queueRead { db in
+            let behind: [[SyncQueue.Later]] = try await queueRead { db in
                 try sequences.map { operation in
-                    try SyncQueue.operations(db, table: operation.table, itemID: operation.itemID)
-                        .filter { $0.sequence > operation.sequence }
-                        .map { Behind(sequence: $0.sequence, kind: $0.kind, changes: $0.changes) }
+                    try SyncQueue.later(db, table: operation.table, itemID: operation.itemID, after: operation.sequence)
                 }
             }
             var change = StoreChange()
@@ -123,9 +113,8 @@ extension SyncContext {
                 try await commitQueued(change) { db in
                     for plan in planned {
                         let operation = plan.operation
-                        let now = try SyncQueue.operations(db, table: operation.table, itemID: operation.itemID)
-                            .filter { $0.sequence > operation.sequence }
-                            .map { Behind(sequence: $0.sequence, kind: $0.kind, changes: $0.changes) }
+                        let now = try SyncQueue.later(
+                            db, table: operation.table, itemID: operation.itemID, after: operation.sequence)
                         guard now == plan.behind else {
                             throw SyncError(.laterChange, "a later change to row \(operation.itemID) came in")
                         }

@@ -297,7 +297,7 @@ extension SyncContext {
                 var sending: [SyncOperation] = []
                 for operation in try SyncQueue.operations(db, sequences: sequences)
                 where !SyncContext.waitsForItsInsert(operation) && operation.state != .uncertain {
-                    if let marked = try SyncQueue.apply(.send, db, sequence: operation.sequence) {
+                    if let marked = try SyncQueue.apply(.send, db, current: operation) {
                         // The replay is the state before this send.
                         var before = marked
                         before.state = operation.state

@@ -203,8 +203,40 @@ enum SyncQueue {
     /// Whether the queue holds an operation with this sequence number, whatever it holds.
     static func exists(_ db: Database, sequence: Int64) throws -> Bool {
         try Bool.fetchOne(
-            db, sql: "SELECT EXISTS (SELECT 1 FROM flatland_sync_operations WHERE sequence = ?)", arguments: [sequence])
-            ?? false
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM flatland_sync_operations WHERE sequence = ?)"),
+            arguments: [sequence]) ?? false
+    }
+
+    /// An operation queued behind another of its row, as far as settling the earlier one's
+    /// answer depends on it: which operation, what it does, how many changes it stands for.
+    struct Later: Hashable, Sendable {
+        var sequence: Int64
+        var kind: SyncOperation.Kind
+        var changes: Int
+    }
+
+    /// The operations of one row after `sequence`, in queue order: only what ``Later`` holds
+    /// (settling an answer reads it twice an operation; reading whole operations parsed their
+    /// items and sent rows for nothing).
+    ///
+    /// - Throws: ``SyncErrorCode/unknownOperation`` for a kind this version does not know.
+    static func later(_ db: Database, table: String, itemID: String, after sequence: Int64) throws -> [Later] {
+        let statement = try db.cachedStatement(
+            sql: """
+                SELECT sequence, kind, changes FROM flatland_sync_operations
+                WHERE table_name = ? AND item_id = ? AND sequence > ? ORDER BY sequence
+                """)
+        return try Row.fetchAll(statement, arguments: [table, itemID, sequence]).map { row in
+            let later: Int64 = row[0]
+            let kindText: String = row[1] ?? ""
+            guard let kind = SyncOperation.Kind(rawValue: kindText) else {
+                throw SyncError(
+                    .unknownOperation,
+                    "operation \(later) of table \(table) has kind '\(kindText)', which this version of Flatland does not know: it is not sent (cancel it to go on)",
+                    table: table)
+            }
+            return Later(sequence: later, kind: kind, changes: row[2])
+        }
     }
 
     /// The operations with these sequence numbers that are still queued, in queue order: one
@@ -299,6 +331,16 @@ enum SyncQueue {
     @discardableResult
     static func apply(_ event: OperationLifecycle.Event, _ db: Database, sequence: Int64) throws -> SyncOperation? {
         guard let current = try operation(db, sequence: sequence) else { return nil }
+        return try apply(event, db, current: current)
+    }
+
+    /// ``apply(_:_:sequence:)`` to `current`, the operation as the caller read it in this same
+    /// transaction (a batch reads its run in one statement; reading each again parsed it twice).
+    @discardableResult
+    static func apply(_ event: OperationLifecycle.Event, _ db: Database, current: SyncOperation) throws
+        -> SyncOperation?
+    {
+        let sequence = current.sequence
         guard let next = try OperationLifecycle.next(current.state, on: event) else {
             try remove(db, sequence: sequence)
             return nil
@@ -330,8 +372,8 @@ enum SyncQueue {
     }
 
     static func setVersion(_ db: Database, sequence: Int64, _ version: String?) throws {
-        try db.execute(
-            sql: "UPDATE flatland_sync_operations SET version = ? WHERE sequence = ?", arguments: [version, sequence])
+        try db.cachedStatement(sql: "UPDATE flatland_sync_operations SET version = ? WHERE sequence = ?")
+            .execute(arguments: [version, sequence])
     }
 
     /// Records a refused attempt: failed, with the server's answer (``OperationLifecycle/Event/refused(serverError:)``).
