@@ -63,11 +63,41 @@ extension SyncContext {
         _ answered: [(operation: SyncOperation, answer: WriteAnswer)], engine: TableEngine
     ) async throws(SyncError) {
         guard !answered.isEmpty else { return }
+        // Planned and committed in one trip off the cooperative pool (each trip is two thread
+        // wake-ups, and a push settles an answer an operation).
+        let settled = await runBlocking { [self] () -> Result<[(local: String, server: String)], SyncError> in
+            do throws(SyncError) {
+                return .success(try settle(answered, engine: engine))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let renamed = try settled.get()
+        // The references in other rows follow (a crash before leaves them resolvable through
+        // the remembered id): in a push, those in rows still to be sent now and the rest when
+        // the push ends (``PushRenames``); outside one, all of them now.
+        guard !renamed.isEmpty else { return }
+        let store = session.store
+        let renames = Dictionary(renamed.map { ($0.local, $0.server) }, uniquingKeysWith: { _, last in last })
+        if let push = PushRenames.current {
+            for (local, server) in renames { push.record(local, server) }
+            let rows = try await rowsToSend(push)
+            await runBlocking { LocalID.rewriteReferences(renames, in: store, ids: rows) }
+        } else {
+            await runBlocking { LocalID.rewriteReferences(renames, in: store, ids: store.allIDs()) }
+        }
+    }
+
+    /// ``commitAnswers(_:engine:)``'s planning and commit, blocking: the local ids that became
+    /// server ids.
+    private func settle(
+        _ answered: [(operation: SyncOperation, answer: WriteAnswer)], engine: TableEngine
+    ) throws(SyncError) -> [(local: String, server: String)] {
         let versionName = engine.wireName(.version)
         let systemNames = engine.version.systemPropertyNames
         for _ in 0..<8 {
             let sequences = answered.map(\.operation)
-            let behind: [[SyncQueue.Later]] = try await queueRead { db in
+            let behind: [[SyncQueue.Later]] = try read { db in
                 try sequences.map { operation in
                     try SyncQueue.later(db, table: operation.table, itemID: operation.itemID, after: operation.sequence)
                 }
@@ -110,7 +140,7 @@ extension SyncContext {
             }
             let planned = plans
             do {
-                try await commitQueued(change) { db in
+                try commit(change) { db in
                     for plan in planned {
                         let operation = plan.operation
                         let now = try SyncQueue.later(
@@ -138,23 +168,10 @@ extension SyncContext {
                         }
                     }
                 }
-            } catch  where error.code == .laterChange {
+            } catch where error.code == .laterChange {
                 continue
             }
-            // The references in other rows follow (a crash before leaves them resolvable through
-            // the remembered id): in a push, those in rows still to be sent now and the rest when
-            // the push ends (``PushRenames``); outside one, all of them now.
-            guard !renamed.isEmpty else { return }
-            let store = session.store
-            let renames = Dictionary(renamed.map { ($0.local, $0.server) }, uniquingKeysWith: { _, last in last })
-            if let push = PushRenames.current {
-                for (local, server) in renames { push.record(local, server) }
-                let rows = try await rowsToSend(push)
-                await runBlocking { LocalID.rewriteReferences(renames, in: store, ids: rows) }
-            } else {
-                await runBlocking { LocalID.rewriteReferences(renames, in: store, ids: store.allIDs()) }
-            }
-            return
+            return renamed
         }
         throw SyncError(.store, "the row kept changing locally while its answer was settled")
     }
