@@ -50,14 +50,10 @@ enum RequestDeadline {
     {
         let first = FirstAnswer<T>()
         let worker = Task { first.offer(.finished(await work())) }
-        let timer = Task {
-            do {
-                try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
-            } catch {
-                return
-            }
-            first.offer(.passed)
-        }
+        // A dispatch timer, not a sleeping task: cancelling it when the work ends first wakes
+        // no thread (a cancelled sleep resumes its task; a push ends one an operation).
+        let timer = DispatchWorkItem { first.offer(.passed) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
         let outcome = await withTaskCancellationHandler {
             await first.wait()
         } onCancel: {
