@@ -50,10 +50,14 @@ enum TableBody {
     /// `application/json`, or any `…/…+json` type such as `application/merge-patch+json`.
     static func isJSON(contentType: String?) -> Bool {
         guard let contentType else { return true }
-        let type = contentType.split(separator: ";", maxSplits: 1).first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        }
-        guard let type, !type.isEmpty else { return true }
+        // The media type: before any parameter, without the blanks around it (by bytes: this
+        // runs for every write, and Foundation's trimming cost more than the body's parse).
+        let bytes = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }
+        let isBlank = { (b: UInt8) in b == UInt8(ascii: " ") || b == UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: { !isBlank($0) }),
+            let last = bytes.lastIndex(where: { !isBlank($0) })
+        else { return true }
+        let type = String(decoding: bytes[first...last], as: UTF8.self).lowercased()
         return type == "application/json" || type.hasSuffix("+json") || type == "text/json"
     }
 }
