@@ -34,6 +34,9 @@ public final class SyncContext: Sendable {
 
     private struct State {
         var tables: [String: TableSettings] = [:]
+        /// The engine of each table as ``engine(for:)`` built it for its settings (a push asks
+        /// for one several times an operation; building one resolves its protocol and rules).
+        var engines: [String: TableEngine] = [:]
         var observers: [Int: AsyncStream<SyncProgress>.Continuation] = [:]
         var nextObserver = 0
     }
@@ -67,7 +70,10 @@ public final class SyncContext: Sendable {
         _ name: String, prefix: String? = nil, collapses: Bool = true, serverAssignsIDs: Bool = false
     ) -> OfflineTable {
         let settings = TableSettings(prefix: prefix ?? TableRowID.prefix(forTable: name), collapses: collapses)
-        state.withLock { $0.tables[name] = settings }
+        state.withLock {
+            $0.tables[name] = settings
+            $0.engines[name] = nil
+        }
         if serverAssignsIDs { try? transaction { db in try SyncQueue.setServerAssignsIDs(db, table: name) } }
         return OfflineTable(context: self, name: name, engine: engine(for: name))
     }
@@ -80,9 +86,15 @@ public final class SyncContext: Sendable {
     /// The table's engine. Its requests' task collections are not kept: a pull's pages and a
     /// push's answers would push the app's own out of the store's newest.
     func engine(for table: String) -> TableEngine {
-        TableEngine(
-            session: session, name: table, prefix: settings(table).prefix, options: options,
-            keepsTaskCollections: false)
+        if let built = state.withLock({ $0.engines[table] }) { return built }
+        let prefix = settings(table).prefix
+        let engine = TableEngine(
+            session: session, name: table, prefix: prefix, options: options, keepsTaskCollections: false)
+        state.withLock { s in
+            // Kept only if the table's settings did not change meanwhile.
+            if (s.tables[table]?.prefix ?? TableRowID.prefix(forTable: table)) == prefix { s.engines[table] = engine }
+        }
+        return engine
     }
 
     // MARK: Progress
