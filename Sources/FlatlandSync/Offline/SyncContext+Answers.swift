@@ -148,10 +148,9 @@ extension SyncContext {
                         guard now == plan.behind else {
                             throw SyncError(.laterChange, "a later change to row \(operation.itemID) came in")
                         }
-                        guard try SyncQueue.exists(db, sequence: operation.sequence) else {
+                        guard try SyncQueue.remove(db, sequence: operation.sequence) else {
                             throw SyncError(.notFound, "operation \(operation.sequence) left the queue meanwhile")
                         }
-                        try SyncQueue.remove(db, sequence: operation.sequence)
                         if operation.kind != .delete {
                             for next in plan.behind {
                                 try SyncQueue.setVersion(db, sequence: next.sequence, plan.version)

@@ -200,22 +200,43 @@ extension SyncContext {
             }
             let queued = operations[index]
             index += 1
-            // The queue may have changed while earlier operations were sent.
-            let current: SyncOperation?
+            // The queue may have changed while earlier operations were sent. Read as it is now,
+            // and, when what to do needs nothing from the server (nearly always), marked sending
+            // in the same transaction: one trip off the cooperative pool, not two.
+            let opening: Opening
             do {
-                current = try await queueRead { db in try SyncQueue.operation(db, sequence: queued.sequence) }
+                let held = waiting
+                opening = try await queueWrite { [self] db in
+                    guard let operation = try SyncQueue.operation(db, sequence: queued.sequence),
+                        !Self.waitsForItsInsert(operation), !held.contains(RowKey(operation))
+                    else { return .skipped }
+                    guard case .send(let replay) = OperationLifecycle.action(for: operation, serverHonoursKeys: false)
+                    else { return .asks(operation) }
+                    let engine = engine(for: operation.table)
+                    return .marked(operation, replay: replay, try markSending(operation, db, engine: engine, replay: replay))
+                }
             } catch {
                 result.abortReason = "\(error)"
                 break
             }
-            guard let operation = current, !Self.waitsForItsInsert(operation),
-                !waiting.contains(RowKey(operation))
-            else { continue }
+            let operation: SyncOperation
+            var marked: (replay: Bool, sending: Result<Sending?, TableError<JSONObject>>)?
+            switch opening {
+            case .skipped: continue
+            case .asks(let read): operation = read
+            case .marked(let read, let replay, let sending):
+                operation = read
+                marked = (replay, sending)
+            }
             var outcome = PushOutcome(
                 sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
                 status: nil, result: .ok)
             let step: PushStep
-            switch await action(for: operation, deadline: deadline) {
+            let action: Result<OperationLifecycle.Action, PushStop> =
+                if let marked { .success(.send(replay: marked.replay)) } else {
+                    await self.action(for: operation, deadline: deadline)
+                }
+            switch action {
             case .failure(let reason):
                 result.abortReason = "\(reason)"
                 return result
@@ -234,7 +255,7 @@ extension SyncContext {
             case .success(.send(let replay)):
                 step = await pushOne(
                     operation, replay: replay, onConflict: onConflict, deadline: deadline, outcome: &outcome,
-                    retriesLeft: 1)
+                    retriesLeft: 1, marked: marked?.sending)
             }
             result.outcomes.append(outcome)
             if !outcome.settles { waiting.insert(RowKey(outcome)) }
@@ -245,6 +266,16 @@ extension SyncContext {
             }
         }
         return result
+    }
+
+    /// What the push's loop found of an operation in the queue as it is now.
+    enum Opening: Sendable {
+        /// Gone from the queue, or waiting for another (its row's insert, or one not settled).
+        case skipped
+        /// What to do depends on the server's capabilities: asked before it is marked.
+        case asks(SyncOperation)
+        /// Marked sending, its request built (``markSending(_:_:engine:replay:)``).
+        case marked(SyncOperation, replay: Bool, Result<Sending?, TableError<JSONObject>>)
     }
 
     /// A row of a table: the key of a batch run's one-operation-per-row rule.
@@ -473,6 +504,24 @@ extension SyncContext {
         return nil
     }
 
+    /// Marks `current` (the operation as read in this transaction) sending, reads its row once,
+    /// builds the request's body from that read and keeps the same data as what was sent (what
+    /// a replay's answer is compared with, and what a lookup after a lost answer looks for; the
+    /// local row may change later). Nil: the operation left the queue.
+    func markSending(_ current: SyncOperation, _ db: Database, engine: TableEngine, replay: Bool) throws
+        -> Result<Sending?, TableError<JSONObject>>
+    {
+        guard let marked = try SyncQueue.apply(.send, db, current: current) else { return .success(nil) }
+        let local = marked.kind == .delete ? nil : engine.row(engine.storeID(marked.itemID))
+        let built = Result { () throws(TableError<JSONObject>) -> OperationRequest? in
+            try self.sendingRequest(for: marked, engine: engine, local: local, replay: replay)
+        }
+        if case .success(.some) = built, let local, !(replay && marked.sentRow != nil) {
+            try SyncQueue.setSentRow(db, sequence: marked.sequence, OfflineTable.data(local))
+        }
+        return built.map { Sending(operation: marked, request: $0, local: local) }
+    }
+
     /// Why a push stops before an operation.
     struct PushStop: Error, CustomStringConvertible {
         var description: String
@@ -485,7 +534,8 @@ extension SyncContext {
     /// once, when that cannot apply it twice (``resendCannotDuplicate(_:deadline:)``).
     private func pushOne(
         _ queued: SyncOperation, replay: Bool, onConflict: ConflictHandler?, deadline: TimeInterval,
-        outcome: inout PushOutcome, retriesLeft: Int, resendsLeft: Int = 1, prepared: BatchAnswer? = nil
+        outcome: inout PushOutcome, retriesLeft: Int, resendsLeft: Int = 1, prepared: BatchAnswer? = nil,
+        marked: Result<Sending?, TableError<JSONObject>>? = nil
     ) async -> PushStep {
         let engine = engine(for: queued.table)
         let sequence = queued.sequence
@@ -501,23 +551,21 @@ extension SyncContext {
                 // same data kept as what was sent (what a replay's answer is compared with, and
                 // what a lookup after a lost answer looks for; the local row may change later).
                 // (A batch marked its operations already.)
+                // (The push's loop may have marked it already, with its read of the queue.)
                 let sending: Result<Sending?, TableError<JSONObject>>
-                do {
-                    sending = try await queueWrite { [self] db in
-                        guard let marked = try SyncQueue.apply(.send, db, sequence: sequence) else {
-                            return .success(nil)
+                if let marked {
+                    sending = marked
+                } else {
+                    do {
+                        sending = try await queueWrite { [self] db in
+                            guard let current = try SyncQueue.operation(db, sequence: sequence) else {
+                                return .success(nil)
+                            }
+                            return try markSending(current, db, engine: engine, replay: replay)
                         }
-                        let local = marked.kind == .delete ? nil : engine.row(engine.storeID(marked.itemID))
-                        let built = Result { () throws(TableError<JSONObject>) -> OperationRequest? in
-                            try self.sendingRequest(for: marked, engine: engine, local: local, replay: replay)
-                        }
-                        if case .success(.some) = built, let local, !(replay && marked.sentRow != nil) {
-                            try SyncQueue.setSentRow(db, sequence: sequence, OfflineTable.data(local))
-                        }
-                        return built.map { Sending(operation: marked, request: $0, local: local) }
+                    } catch {
+                        return .abort("\(error)")
                     }
-                } catch {
-                    return .abort("\(error)")
                 }
                 guard let now = try sending.get() else { return .next }
                 operation = now.operation

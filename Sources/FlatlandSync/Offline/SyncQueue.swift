@@ -300,9 +300,11 @@ enum SyncQueue {
         return db.lastInsertedRowID
     }
 
-    static func remove(_ db: Database, sequence: Int64) throws {
+    @discardableResult
+    static func remove(_ db: Database, sequence: Int64) throws -> Bool {
         try db.cachedStatement(sql: "DELETE FROM flatland_sync_operations WHERE sequence = ?")
             .execute(arguments: [sequence])
+        return db.changesCount > 0
     }
 
     /// Collapses a new change into the operation at `sequence`: its kind, version and item may
