@@ -303,7 +303,9 @@ public final class Backend: Sendable {
                 task.status.withLock { $0.statusCode = response.status }
                 if response.isSuccess || (response.status == 304 && request.headers["If-None-Match"] != nil) {
                     // A store on disk commits with blocking SQLite work: not on the cooperative pool.
-                    guard store.persistence != nil else { return finish(response, task: task) }
+                    // A body read whole (no ingest) touches no store: finished here, without the
+                    // trip (two thread wake-ups a request).
+                    guard store.persistence != nil, response.pending != nil else { return finish(response, task: task) }
                     return await runBlocking { [self] in finish(response, task: task) }
                 }
                 retryAfter = response.headers["Retry-After"]
