@@ -188,6 +188,17 @@ public final class Session: Sendable {
             method, path, body: body, headers: headers, ingestOptions: ingestOptions, commitPlan: commitPlan)
     }
 
+    /// Launches a request whose successful body is read whole as bytes or JSON, without touching
+    /// the store, and returns its task at once (``send(_:_:body:headers:consuming:)`` waits for
+    /// it): for a caller that waits with a deadline of its own.
+    package func launch(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: HTTPHeaders = [:],
+        consuming consumption: ResponseConsumption
+    ) -> HTTPTask {
+        backend.launch(
+            method, path, body: body, headers: headers, ingestOptions: nil, commitPlan: nil, consumption: consumption)
+    }
+
     /// Sends a request whose successful body is read whole as bytes or JSON, without touching
     /// the store: see ``Backend/send(_:_:body:headers:consuming:)``.
     @discardableResult

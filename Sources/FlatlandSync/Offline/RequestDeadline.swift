@@ -1,3 +1,4 @@
+import FlatlandHTTP
 import Foundation
 import Synchronization
 
@@ -61,6 +62,24 @@ enum RequestDeadline {
         }
         timer.cancel()
         if case .passed = outcome { worker.cancel() }
+        return outcome
+    }
+
+    /// Waits for `task` within `seconds`: its result, or ``Outcome/passed`` (the task is then
+    /// cancelled, and not waited for). A cancel of the caller cancels the task. The task runs
+    /// in a task of its own already: no other is started to wait for it.
+    static func run(_ seconds: TimeInterval, _ task: HTTPTask) async -> Outcome<Result<HTTPResult, HTTPError>> {
+        let first = FirstAnswer<Result<HTTPResult, HTTPError>>()
+        task.whenDone { first.offer(.finished($0)) }
+        let timer = DispatchWorkItem { first.offer(.passed) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
+        let outcome = await withTaskCancellationHandler {
+            await first.wait()
+        } onCancel: {
+            task.cancel()
+        }
+        timer.cancel()
+        if case .passed = outcome { task.cancel() }
         return outcome
     }
 

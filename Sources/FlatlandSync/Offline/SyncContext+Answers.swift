@@ -2,6 +2,7 @@ import Flatland
 import FlatlandHTTP
 import FlatlandJSON
 import FlatlandSQLite
+import Foundation
 import GRDB
 
 extension SyncContext {
@@ -27,6 +28,30 @@ extension SyncContext {
         } catch {
             throw engine.mapped(error)
         }
+        return try answer(result, engine, method, path)
+    }
+
+    /// ``exchange(_:_:_:body:headers:prepared:)`` over the network within `deadline` seconds:
+    /// nil when it passed first (the request is then cancelled, and not waited for).
+    func exchange(
+        _ engine: TableEngine, _ method: HTTPMethod, _ path: String, body: [UInt8]?, headers: HTTPHeaders,
+        deadline: TimeInterval
+    ) async throws(TableError<JSONObject>) -> WriteAnswer? {
+        let task = session.launch(method, path, body: body, headers: headers, consuming: .json())
+        switch await RequestDeadline.run(deadline, task) {
+        case .passed:
+            return nil
+        case .finished(.failure(let error)):
+            throw engine.mapped(error)
+        case .finished(.success(let result)):
+            return try answer(result, engine, method, path)
+        }
+    }
+
+    /// A write's answer read as a row.
+    private func answer(_ result: HTTPResult, _ engine: TableEngine, _ method: HTTPMethod, _ path: String)
+        throws(TableError<JSONObject>) -> WriteAnswer
+    {
         switch result.json {
         case .object(let row)?:
             return WriteAnswer(status: result.status, row: row)

@@ -607,20 +607,14 @@ extension SyncContext {
             let method = request.method
             let body = request.body
             let fields = headers
-            let exchanged = await RequestDeadline.run(deadline) {
-                () async -> Result<WriteAnswer, TableError<JSONObject>> in
-                do throws(TableError<JSONObject>) {
-                    return .success(
-                        try await self.exchange(engine, method, path, body: body, headers: fields, prepared: prepared))
-                } catch {
-                    return .failure(error)
-                }
-            }
             let answer: WriteAnswer
-            switch exchanged {
-            case .finished(let result):
-                answer = try result.get()
-            case .passed:
+            if prepared != nil {
+                answer = try await exchange(engine, method, path, body: body, headers: fields, prepared: prepared)
+            } else if let received = try await exchange(
+                engine, method, path, body: body, headers: fields, deadline: deadline)
+            {
+                answer = received
+            } else {
                 resends = 0
                 throw engine.mapped(
                     HTTPError(
