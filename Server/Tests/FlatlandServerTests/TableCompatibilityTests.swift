@@ -217,7 +217,9 @@ import Testing
             headers: ["content-type": "application/merge-patch+json; charset=utf-8"])
         #expect(merge.status == 200)
         // The media type is read before its parameters, without the blanks around it, in any case.
-        for type in ["Application/JSON", " application/json ; charset=utf-8", "\tapplication/vnd.api+json", "text/json", ";"] {
+        for type in [
+            "Application/JSON", " application/json ; charset=utf-8", "\tapplication/vnd.api+json", "text/json", ";",
+        ] {
             let reply = await c.send("PATCH", "/tables/todoitem/a", #"{"text":"w"}"#, headers: ["content-type": type])
             #expect(reply.status == 200, "\(type)")
         }

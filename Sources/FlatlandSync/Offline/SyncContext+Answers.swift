@@ -192,7 +192,7 @@ extension SyncContext {
                         }
                     }
                 }
-            } catch where error.code == .laterChange {
+            } catch  where error.code == .laterChange {
                 continue
             }
             return renamed

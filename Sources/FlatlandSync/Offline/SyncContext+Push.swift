@@ -213,7 +213,8 @@ extension SyncContext {
                     guard case .send(let replay) = OperationLifecycle.action(for: operation, serverHonoursKeys: false)
                     else { return .asks(operation) }
                     let engine = engine(for: operation.table)
-                    return .marked(operation, replay: replay, try markSending(operation, db, engine: engine, replay: replay))
+                    return .marked(
+                        operation, replay: replay, try markSending(operation, db, engine: engine, replay: replay))
                 }
             } catch {
                 result.abortReason = "\(error)"
