@@ -52,8 +52,10 @@ enum RequestDeadline {
         let first = FirstAnswer<T>()
         let worker = Task { first.offer(.finished(await work())) }
         // A dispatch timer, not a sleeping task: cancelling it when the work ends first wakes
-        // no thread (a cancelled sleep resumes its task; a push ends one an operation).
-        let timer = DispatchWorkItem { first.offer(.passed) }
+        // no thread (a cancelled sleep resumes its task; a push ends one an operation). A
+        // cancelled item stays with dispatch until its time: it holds the answer weakly, or
+        // every answer (a pull's page and its batch) would live for the whole deadline.
+        let timer = DispatchWorkItem { [weak first] in first?.offer(.passed) }
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
         let outcome = await withTaskCancellationHandler {
             await first.wait()
@@ -71,7 +73,7 @@ enum RequestDeadline {
     static func run(_ seconds: TimeInterval, _ task: HTTPTask) async -> Outcome<Result<HTTPResult, HTTPError>> {
         let first = FirstAnswer<Result<HTTPResult, HTTPError>>()
         task.whenDone { first.offer(.finished($0)) }
-        let timer = DispatchWorkItem { first.offer(.passed) }
+        let timer = DispatchWorkItem { [weak first] in first?.offer(.passed) }
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
         let outcome = await withTaskCancellationHandler {
             await first.wait()
