@@ -214,20 +214,21 @@ extension SyncContext {
                     else { return .asks(operation) }
                     let engine = engine(for: operation.table)
                     return .marked(
-                        operation, replay: replay, try markSending(operation, db, engine: engine, replay: replay))
+                        operation, replay: replay, try markSending(operation, db, engine: engine, replay: replay),
+                        engine)
                 }
             } catch {
                 result.abortReason = "\(error)"
                 break
             }
             let operation: SyncOperation
-            var marked: (replay: Bool, sending: Result<Sending?, TableError<JSONObject>>)?
+            var marked: (replay: Bool, sending: Result<Sending?, TableError<JSONObject>>, engine: TableEngine)?
             switch opening {
             case .skipped: continue
             case .asks(let read): operation = read
-            case .marked(let read, let replay, let sending):
+            case .marked(let read, let replay, let sending, let engine):
                 operation = read
-                marked = (replay, sending)
+                marked = (replay, sending, engine)
             }
             var outcome = PushOutcome(
                 sequence: operation.sequence, table: operation.table, id: operation.itemID, kind: operation.kind,
@@ -256,7 +257,7 @@ extension SyncContext {
             case .success(.send(let replay)):
                 step = await pushOne(
                     operation, replay: replay, onConflict: onConflict, deadline: deadline, outcome: &outcome,
-                    retriesLeft: 1, marked: marked?.sending)
+                    retriesLeft: 1, marked: marked.map { ($0.sending, $0.engine) })
             }
             result.outcomes.append(outcome)
             if !outcome.settles { waiting.insert(RowKey(outcome)) }
@@ -275,8 +276,8 @@ extension SyncContext {
         case skipped
         /// What to do depends on the server's capabilities: asked before it is marked.
         case asks(SyncOperation)
-        /// Marked sending, its request built (``markSending(_:_:engine:replay:)``).
-        case marked(SyncOperation, replay: Bool, Result<Sending?, TableError<JSONObject>>)
+        /// Marked sending, its request built (``markSending(_:_:engine:replay:)``) with this engine.
+        case marked(SyncOperation, replay: Bool, Result<Sending?, TableError<JSONObject>>, TableEngine)
     }
 
     /// A row of a table: the key of a batch run's one-operation-per-row rule.
@@ -536,9 +537,11 @@ extension SyncContext {
     private func pushOne(
         _ queued: SyncOperation, replay: Bool, onConflict: ConflictHandler?, deadline: TimeInterval,
         outcome: inout PushOutcome, retriesLeft: Int, resendsLeft: Int = 1, prepared: BatchAnswer? = nil,
-        marked: Result<Sending?, TableError<JSONObject>>? = nil
+        marked: (sending: Result<Sending?, TableError<JSONObject>>, engine: TableEngine)? = nil
     ) async -> PushStep {
-        let engine = engine(for: queued.table)
+        // The engine the operation was marked with, when the loop marked it: one engine for the
+        // whole operation, whatever the table's settings become meanwhile.
+        let engine = marked?.engine ?? engine(for: queued.table)
         let sequence = queued.sequence
         var operation = queued
         var sent = queued.sentRow
@@ -555,7 +558,7 @@ extension SyncContext {
                 // (The push's loop may have marked it already, with its read of the queue.)
                 let sending: Result<Sending?, TableError<JSONObject>>
                 if let marked {
-                    sending = marked
+                    sending = marked.sending
                 } else {
                     do {
                         sending = try await queueWrite { [self] db in
