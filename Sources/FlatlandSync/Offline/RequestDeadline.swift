@@ -44,6 +44,26 @@ enum RequestDeadline {
                 if let ready { continuation.resume(returning: ready) }
             }
         }
+
+        /// The first answer, or ``Outcome/passed`` after `seconds`; `cancel` stops the work when
+        /// the deadline passes or the caller is cancelled (it is not waited for).
+        func race(_ seconds: TimeInterval, cancel: @escaping @Sendable () -> Void) async -> Outcome<T> {
+            // A dispatch timer, not a sleeping task: cancelling it when the work ends first
+            // wakes no thread (a cancelled sleep resumes its task; a push ends one an
+            // operation). A cancelled item stays with dispatch until its time: it holds the
+            // answer weakly, or every answer (a pull's page and its batch) would live for the
+            // whole deadline.
+            let timer = DispatchWorkItem { [weak self] in self?.offer(.passed) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
+            let outcome = await withTaskCancellationHandler {
+                await wait()
+            } onCancel: {
+                cancel()
+            }
+            timer.cancel()
+            if case .passed = outcome { cancel() }
+            return outcome
+        }
     }
 
     /// Runs `work` within `seconds`.
@@ -51,20 +71,7 @@ enum RequestDeadline {
     {
         let first = FirstAnswer<T>()
         let worker = Task { first.offer(.finished(await work())) }
-        // A dispatch timer, not a sleeping task: cancelling it when the work ends first wakes
-        // no thread (a cancelled sleep resumes its task; a push ends one an operation). A
-        // cancelled item stays with dispatch until its time: it holds the answer weakly, or
-        // every answer (a pull's page and its batch) would live for the whole deadline.
-        let timer = DispatchWorkItem { [weak first] in first?.offer(.passed) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
-        let outcome = await withTaskCancellationHandler {
-            await first.wait()
-        } onCancel: {
-            worker.cancel()
-        }
-        timer.cancel()
-        if case .passed = outcome { worker.cancel() }
-        return outcome
+        return await first.race(seconds) { worker.cancel() }
     }
 
     /// Waits for `task` within `seconds`: its result, or ``Outcome/passed`` (the task is then
@@ -73,16 +80,7 @@ enum RequestDeadline {
     static func run(_ seconds: TimeInterval, _ task: HTTPTask) async -> Outcome<Result<HTTPResult, HTTPError>> {
         let first = FirstAnswer<Result<HTTPResult, HTTPError>>()
         task.whenDone { first.offer(.finished($0)) }
-        let timer = DispatchWorkItem { [weak first] in first?.offer(.passed) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
-        let outcome = await withTaskCancellationHandler {
-            await first.wait()
-        } onCancel: {
-            task.cancel()
-        }
-        timer.cancel()
-        if case .passed = outcome { task.cancel() }
-        return outcome
+        return await first.race(seconds) { task.cancel() }
     }
 
     /// Whether `seconds` is a deadline a request can have: more than 0, at most a day.

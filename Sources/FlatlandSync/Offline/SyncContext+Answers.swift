@@ -90,14 +90,7 @@ extension SyncContext {
         guard !answered.isEmpty else { return }
         // Planned and committed in one trip off the cooperative pool (each trip is two thread
         // wake-ups, and a push settles an answer an operation).
-        let settled = await runBlocking { [self] () -> Result<[(local: String, server: String)], SyncError> in
-            do throws(SyncError) {
-                return .success(try settle(answered, engine: engine))
-            } catch {
-                return .failure(error)
-            }
-        }
-        let renamed = try settled.get()
+        let renamed = try await offPool { [self] () throws(SyncError) in try settle(answered, engine: engine) }
         // The references in other rows follow (a crash before leaves them resolvable through
         // the remembered id): in a push, those in rows still to be sent now and the rest when
         // the push ends (``PushRenames``); outside one, all of them now.

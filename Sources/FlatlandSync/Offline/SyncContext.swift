@@ -172,12 +172,12 @@ public final class SyncContext: Sendable {
 
     // MARK: The queue, off the cooperative pool
 
-    /// Reads the queue on a snapshot, on a dispatch queue: the push's and the settling's SQLite
-    /// work never blocks a thread of Swift's cooperative pool.
-    func queueRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(SyncError) -> T {
-        let outcome = await runBlocking { [self] () -> Result<T, SyncError> in
+    /// Runs blocking work of the queue (`body`) on a dispatch queue: the push's and the
+    /// settling's SQLite work never blocks a thread of Swift's cooperative pool.
+    func offPool<T: Sendable>(_ body: @escaping @Sendable () throws(SyncError) -> T) async throws(SyncError) -> T {
+        let outcome = await runBlocking { () -> Result<T, SyncError> in
             do throws(SyncError) {
-                return .success(try read(body))
+                return .success(try body())
             } catch {
                 return .failure(error)
             }
@@ -185,31 +185,22 @@ public final class SyncContext: Sendable {
         return try outcome.get()
     }
 
-    /// Runs `body` in a transaction of the file, on a dispatch queue.
+    /// Reads the queue on a snapshot, off the pool (``offPool(_:)``).
+    func queueRead<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(SyncError) -> T {
+        try await offPool { [self] () throws(SyncError) in try read(body) }
+    }
+
+    /// Runs `body` in a transaction of the file, off the pool.
     @discardableResult
     func queueWrite<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(SyncError) -> T {
-        let outcome = await runBlocking { [self] () -> Result<T, SyncError> in
-            do throws(SyncError) {
-                return .success(try transaction(body))
-            } catch {
-                return .failure(error)
-            }
-        }
-        return try outcome.get()
+        try await offPool { [self] () throws(SyncError) in try transaction(body) }
     }
 
-    /// Commits `change` with `work` in the same transaction, on a dispatch queue.
+    /// Commits `change` with `work` in the same transaction, off the pool.
     func commitQueued(_ change: StoreChange, _ work: @escaping @Sendable (Database) throws -> Void)
         async throws(SyncError)
     {
-        let outcome = await runBlocking { [self] () -> Result<Void, SyncError> in
-            do throws(SyncError) {
-                return .success(try commit(change, work))
-            } catch {
-                return .failure(error)
-            }
-        }
-        try outcome.get()
+        try await offPool { [self] () throws(SyncError) in try commit(change, work) }
     }
 
     // MARK: Transactions

@@ -146,14 +146,8 @@ enum SyncQueue {
         func optional<Value: DatabaseValueConvertible>(_ column: Column) -> Value? { row[column.rawValue] }
         let sequence: Int64 = value(.sequence)
         let table: String = value(.tableName)
-        let kindText: String = optional(.kind) ?? ""
         let stateText: String = optional(.state) ?? ""
-        guard let kind = SyncOperation.Kind(rawValue: kindText) else {
-            throw SyncError(
-                .unknownOperation,
-                "operation \(sequence) of table \(table) has kind '\(kindText)', which this version of Flatland does not know: it is not sent (cancel it to go on)",
-                table: table)
-        }
+        let kind = try self.kind(optional(.kind), sequence: sequence, table: table)
         guard let state = SyncOperation.State(rawValue: stateText) else {
             throw SyncError(
                 .unknownOperation,
@@ -228,15 +222,20 @@ enum SyncQueue {
                 """)
         return try Row.fetchAll(statement, arguments: [table, itemID, sequence]).map { row in
             let later: Int64 = row[0]
-            let kindText: String = row[1] ?? ""
-            guard let kind = SyncOperation.Kind(rawValue: kindText) else {
-                throw SyncError(
-                    .unknownOperation,
-                    "operation \(later) of table \(table) has kind '\(kindText)', which this version of Flatland does not know: it is not sent (cancel it to go on)",
-                    table: table)
-            }
-            return Later(sequence: later, kind: kind, changes: row[2])
+            return Later(sequence: later, kind: try kind(row[1], sequence: later, table: table), changes: row[2])
         }
+    }
+
+    /// A stored operation's kind, refused when this version does not know it (a newer one
+    /// wrote it): such a row is never read as something else, nor sent.
+    private static func kind(_ text: String?, sequence: Int64, table: String) throws(SyncError) -> SyncOperation.Kind {
+        guard let kind = SyncOperation.Kind(rawValue: text ?? "") else {
+            throw SyncError(
+                .unknownOperation,
+                "operation \(sequence) of table \(table) has kind '\(text ?? "")', which this version of Flatland does not know: it is not sent (cancel it to go on)",
+                table: table)
+        }
+        return kind
     }
 
     /// The operations with these sequence numbers that are still queued, in queue order: one
