@@ -123,20 +123,17 @@ import Testing
         // always answered, and at most 2 older ones.
         let c = try await client(kind) { $0.idempotencyMaxKeysPerCaller = 16 }
         _ = await c.send("POST", "/tables/todoitem", #"{"id":"a","n":0}"#)
-        for i in 0..<40 {
-            let reply = await c.send(
-                "PATCH", "/tables/todoitem/a", #"{"n":\#(i + 1)}"#, headers: ["idempotency-key": "k\(i)"])
-            #expect(reply.status == 200)
+        // The i-th keyed write (or its replay): the same body under the same key each time.
+        let keyed = { (i: Int) in
+            await c.send("PATCH", "/tables/todoitem/a", #"{"n":\#(i + 1)}"#, headers: ["idempotency-key": "k\(i)"])
         }
+        for i in 0..<40 { #expect(await keyed(i).status == 200) }
         for i in (24..<40).reversed() {
-            let reply = await c.send(
-                "PATCH", "/tables/todoitem/a", #"{"n":\#(i + 1)}"#, headers: ["idempotency-key": "k\(i)"])
-            #expect(header(reply, "Idempotent-Replayed") == "true", "k\(i), one of the newest 16")
+            #expect(header(await keyed(i), "Idempotent-Replayed") == "true", "k\(i), one of the newest 16")
         }
         var olderAnswered = 0
         for i in (0..<24).reversed() {
-            let reply = await c.send(
-                "PATCH", "/tables/todoitem/a", #"{"n":\#(i + 1)}"#, headers: ["idempotency-key": "k\(i)"])
+            let reply = await keyed(i)
             #expect(reply.status == 200)
             if header(reply, "Idempotent-Replayed") == "true" { olderAnswered += 1 }
         }
