@@ -71,6 +71,30 @@ import Testing
         for id in ["b1", "b2", "b3", "b4"] { #expect(await c.send("GET", "/tables/todoitem/\(id)").status == 404) }
     }
 
+    /// The refusal names where the problem is, at any depth, in objects small and large (a
+    /// large one's names are checked through a set, a small one's pairwise).
+    @Test(arguments: TestStorage.all)
+    func aRefusedBodyNamesThePathOfItsProblem(_ kind: TestStorage) async throws {
+        let c = try await client(kind)
+        let many = (0..<20).map { "\"f\($0)\":\($0)" }.joined(separator: ",")
+        let cases: [(body: String, error: String)] = [
+            (#"{"id":"p1","a":{"b":[1,{"c":"x\u0000"}]}}"#, #"$.a.b[1].c holds a NUL character"#),
+            (#"{"id":"p2","a":[{"k":1,"k":2}]}"#, "the member 'k' is given twice in $.a[0]"),
+            (#"{"id":"p3","a":{\#(many),"f7":0}}"#, "the member 'f7' is given twice in $.a"),
+            (#"{"id":"p4",\#(many),"f19":0}"#, "the member 'f19' is given twice in $"),
+            (#"{"id":"p5","a":{"n\u0000":1}}"#, "a member name in $.a holds a NUL character"),
+        ]
+        for (body, expected) in cases {
+            let reply = await c.send("POST", "/tables/todoitem", body)
+            #expect(reply.status == 400, "\(body)")
+            let message = try json(reply)["error"]?.stringValue ?? ""
+            #expect(message.contains(expected), "\(body): \(message)")
+        }
+        // Twenty names, none twice, with a NUL nowhere: written.
+        let fine = await c.send("POST", "/tables/todoitem", #"{"id":"p6","a":{\#(many)},\#(many)}"#)
+        #expect(fine.status == 201 || fine.status == 200, "\(fine.status)")
+    }
+
     // MARK: Hole 8: a keyed insert sent twice at once
 
     @Test(arguments: TestStorage.all)

@@ -68,6 +68,9 @@ extension TableAPI {
         return Reply(status: 200, body: value.jsonBytes)
     }
 
+    /// The members an operation of a batch may have.
+    private static let batchOperationMembers: Set<String> = ["key", "method", "table", "id", "body", "ifMatch"]
+
     /// Reads a batch's body: every operation, or the 400 (naming the operation) or 413 that
     /// refuses the whole batch before anything is applied.
     func batchOperations(_ body: [UInt8]) -> Result<[BatchOperation], TableRefusal> {
@@ -91,8 +94,7 @@ extension TableAPI {
         for (index, item) in items.enumerated() {
             let at = "operation \(index)"
             guard case .object(let object) = item else { return refuse(400, "\(at) is not a JSON object") }
-            let known: Set<String> = ["key", "method", "table", "id", "body", "ifMatch"]
-            if let other = object.members.first(where: { !known.contains($0.key) }) {
+            if let other = object.members.first(where: { !Self.batchOperationMembers.contains($0.key) }) {
                 return refuse(400, "\(at): unknown member '\(other.key)'")
             }
             func text(_ name: String) -> Result<String?, TableRefusal> {

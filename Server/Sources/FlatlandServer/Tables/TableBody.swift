@@ -9,26 +9,69 @@ import Foundation
 /// write keeps the two storages alike and every query answerable.
 enum TableBody {
     /// Why `value` cannot be written, with its JSON path (`$.tags[2].name`), or nil when it can.
+    ///
+    /// Every write's body passes here, and a batch's twice (whole, then each operation's): the
+    /// walk allocates nothing for a body that has no problem (a path is spelled only for the
+    /// one that has).
     static func problem(in value: JSONValue) -> String? {
-        problem(in: value, at: "$")
+        var steps: [PathStep] = []
+        guard let found = problem(in: value, steps: &steps) else { return nil }
+        let path = "$" + steps.reversed().map(\.text).joined()
+        switch found {
+        case .nul: return "\(path) holds a NUL character (\\u0000), which no table stores"
+        case .nulInName: return "a member name in \(path) holds a NUL character (\\u0000)"
+        case .twice(let key): return "the member '\(key)' is given twice in \(path)"
+        }
     }
 
-    private static func problem(in value: JSONValue, at path: String) -> String? {
+    /// What is wrong at a place of a body.
+    private enum Found {
+        case nul
+        case nulInName
+        case twice(String)
+    }
+
+    /// One step of a JSON path, below `$`.
+    private enum PathStep {
+        case index(Int)
+        case member(String)
+
+        var text: String {
+            switch self {
+            case .index(let i): "[\(i)]"
+            case .member(let key): ".\(key)"
+            }
+        }
+    }
+
+    /// The problem in `value`, if any; `steps` then holds its path from it, innermost first.
+    private static func problem(in value: JSONValue, steps: inout [PathStep]) -> Found? {
         switch value {
         case .string(let s):
-            return hasNUL(s) ? "\(path) holds a NUL character (\\u0000), which no table stores" : nil
+            return hasNUL(s) ? .nul : nil
         case .array(let items):
             for (index, item) in items.enumerated() {
-                if let problem = problem(in: item, at: "\(path)[\(index)]") { return problem }
+                if let found = problem(in: item, steps: &steps) {
+                    steps.append(.index(index))
+                    return found
+                }
             }
             return nil
         case .object(let object):
+            let members = object.members
+            // A name given twice: compared pairwise in a small object (no set to build), through
+            // a set in a large one.
+            let large = members.count > 16
             var seen = Set<String>()
-            seen.reserveCapacity(object.count)
-            for (key, member) in object.members {
-                if hasNUL(key) { return "a member name in \(path) holds a NUL character (\\u0000)" }
-                guard seen.insert(key).inserted else { return "the member '\(key)' is given twice in \(path)" }
-                if let problem = problem(in: member, at: "\(path).\(key)") { return problem }
+            if large { seen.reserveCapacity(members.count) }
+            for (position, (key, member)) in members.enumerated() {
+                if hasNUL(key) { return .nulInName }
+                let twice = large ? !seen.insert(key).inserted : members[..<position].contains { $0.key == key }
+                if twice { return .twice(key) }
+                if let found = problem(in: member, steps: &steps) {
+                    steps.append(.member(key))
+                    return found
+                }
             }
             return nil
         case .null, .bool, .number:
@@ -37,7 +80,15 @@ enum TableBody {
     }
 
     /// Whether `text` holds U+0000.
-    static func hasNUL(_ text: String) -> Bool { text.utf8.contains(0) }
+    static func hasNUL(_ text: String) -> Bool {
+        if let found = text.utf8.withContiguousStorageIfAvailable({ bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
+            return memchr(base, 0, bytes.count) != nil
+        }) {
+            return found
+        }
+        return text.utf8.contains(0)
+    }
 
     /// The names of the system properties of every protocol (`createdAt`, `updatedAt`,
     /// `version`, `deleted`, and their `__` forms): no row stores one as a field, so that no
