@@ -165,7 +165,9 @@ extension SyncContext {
             let request: OperationRequest?
             // The data kept when it was marked sending (a replay's: its first send's); a row
             // deleted locally since sends nothing, and its operation goes alone.
-            let row = engine.row(engine.storeID(operation.itemID)).flatMap { _ in operation.sentRow }
+            // (Whether the row is there is all that is asked of the store: reading it whole
+            // built a JSON object per operation for nothing.)
+            let row = engine.store.contains(engine.storeID(operation.itemID)) ? operation.sentRow : nil
             do { request = try self.request(for: operation, engine: engine, row: row) } catch {
                 return .failure(error)
             }

@@ -138,16 +138,20 @@ enum SyncQueue {
     /// - Throws: ``SyncErrorCode/unknownOperation`` for a kind or a state this version does not
     ///   know (a newer one wrote it): such a row is never read as something else, nor sent.
     static func operation(_ row: Row) throws(SyncError) -> SyncOperation {
-        func object(_ bytes: Data?) -> JSONObject? {
-            guard let bytes, case .object(let o)? = try? JSONValue(parsing: Array(bytes)) else { return nil }
+        // Each column read with its concrete type: GRDB then reads it straight from the
+        // statement (a generic read went through metadata lookups and a `DatabaseValue` for
+        // each of the fifteen columns of every operation).
+        func text(_ column: Column) -> String? { row[column.rawValue] as String? }
+        func object(_ column: Column) -> JSONObject? {
+            guard let bytes = row[column.rawValue] as Data?,
+                case .object(let o)? = try? JSONValue(parsing: Array(bytes))
+            else { return nil }
             return o
         }
-        func value<Value: DatabaseValueConvertible>(_ column: Column) -> Value { row[column.rawValue] }
-        func optional<Value: DatabaseValueConvertible>(_ column: Column) -> Value? { row[column.rawValue] }
-        let sequence: Int64 = value(.sequence)
-        let table: String = value(.tableName)
-        let stateText: String = optional(.state) ?? ""
-        let kind = try self.kind(optional(.kind), sequence: sequence, table: table)
+        let sequence = row[Column.sequence.rawValue] as Int64
+        let table = row[Column.tableName.rawValue] as String
+        let stateText = text(.state) ?? ""
+        let kind = try self.kind(text(.kind), sequence: sequence, table: table)
         guard let state = SyncOperation.State(rawValue: stateText) else {
             throw SyncError(
                 .unknownOperation,
@@ -155,19 +159,26 @@ enum SyncQueue {
                 table: table)
         }
         return SyncOperation(
-            sequence: sequence, table: table, itemID: value(.itemID), kind: kind, state: state,
-            version: optional(.version), item: object(optional(.item)), changes: value(.changes),
-            status: optional(.status), serverItem: object(optional(.serverItem)),
-            rawBody: (optional(.rawBody) as Data?).map { Array($0) }, error: optional(.error),
-            key: optional(.key) ?? "", mayHaveBeenApplied: (optional(.maybeApplied) as Int?).map { $0 != 0 } ?? false,
-            sentRow: object(optional(.sentRow)))
+            sequence: sequence, table: table, itemID: row[Column.itemID.rawValue] as String, kind: kind, state: state,
+            version: text(.version), item: object(.item), changes: row[Column.changes.rawValue] as Int,
+            status: row[Column.status.rawValue] as Int?, serverItem: object(.serverItem),
+            rawBody: (row[Column.rawBody.rawValue] as Data?).map { Array($0) }, error: text(.error),
+            key: text(.key) ?? "",
+            mayHaveBeenApplied: (row[Column.maybeApplied.rawValue] as Int64?).map { $0 != 0 } ?? false,
+            sentRow: object(.sentRow))
     }
 
-    /// The operations of `rows`, each read strictly (``operation(_:)``).
-    private static func operations(_ rows: [Row]) throws -> [SyncOperation] {
+    /// The operations `statement` selects (its columns: ``columns``), each read strictly
+    /// (``operation(_:)``) from the statement itself as it steps, those that `keep` keeps.
+    private static func operations(
+        _ statement: Statement, _ arguments: StatementArguments = [], keep: (Int64) -> Bool = { _ in true }
+    ) throws -> [SyncOperation] {
         var result: [SyncOperation] = []
-        result.reserveCapacity(rows.count)
-        for row in rows { result.append(try operation(row)) }
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            guard keep(row[Column.sequence.rawValue] as Int64) else { continue }
+            result.append(try operation(row))
+        }
         return result
     }
 
@@ -175,13 +186,12 @@ enum SyncQueue {
     static func operations(_ db: Database, table: String? = nil) throws -> [SyncOperation] {
         if let table {
             return try operations(
-                Row.fetchAll(
-                    db.cachedStatement(
-                        sql: "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? ORDER BY sequence"),
-                    arguments: [table]))
+                db.cachedStatement(
+                    sql: "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? ORDER BY sequence"),
+                [table])
         }
         return try operations(
-            Row.fetchAll(db, sql: "SELECT \(columns) FROM flatland_sync_operations ORDER BY sequence"))
+            db.cachedStatement(sql: "SELECT \(columns) FROM flatland_sync_operations ORDER BY sequence"))
     }
 
     /// The operation with this sequence number.
@@ -245,19 +255,17 @@ enum SyncQueue {
         let wanted = Set(sequences)
         let statement = try db.cachedStatement(
             sql: "SELECT \(columns) FROM flatland_sync_operations WHERE sequence BETWEEN ? AND ? ORDER BY sequence")
-        return try operations(
-            Row.fetchAll(statement, arguments: [low, high]).filter { wanted.contains($0["sequence"]) })
+        return try operations(statement, [low, high]) { wanted.contains($0) }
     }
 
     /// The operations of one row, in queue order.
     static func operations(_ db: Database, table: String, itemID: String) throws -> [SyncOperation] {
         try operations(
-            Row.fetchAll(
-                db.cachedStatement(
-                    sql:
-                        "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? AND item_id = ? ORDER BY sequence"
-                ),
-                arguments: [table, itemID]))
+            db.cachedStatement(
+                sql:
+                    "SELECT \(columns) FROM flatland_sync_operations WHERE table_name = ? AND item_id = ? ORDER BY sequence"
+            ),
+            [table, itemID])
     }
 
     /// Whether an operation of the row comes after `sequence` in the queue.
