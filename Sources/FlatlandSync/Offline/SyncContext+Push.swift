@@ -330,20 +330,16 @@ extension SyncContext {
                 var sending: [SyncOperation] = []
                 for operation in try SyncQueue.operations(db, sequences: sequences)
                 where !SyncContext.waitsForItsInsert(operation) && operation.state != .uncertain {
-                    if let marked = try SyncQueue.apply(.send, db, current: operation) {
+                    // What it is sent with, kept as a single push keeps it (a replay keeps what
+                    // its first send carried), by the statement that marks it.
+                    let engine = self.engine(for: operation.table)
+                    let data =
+                        operation.kind == .delete || (operation.isReplay && operation.sentRow != nil)
+                        ? nil : engine.row(engine.storeID(operation.itemID)).map(OfflineTable.data)
+                    if let marked = try SyncQueue.apply(.send, db, current: operation, sentRow: data) {
                         // The replay is the state before this send.
                         var before = marked
                         before.state = operation.state
-                        // What it is sent with, kept as a single push keeps it (a replay keeps
-                        // what its first send carried).
-                        let engine = self.engine(for: operation.table)
-                        if marked.kind != .delete, !(operation.isReplay && marked.sentRow != nil),
-                            let local = engine.row(engine.storeID(marked.itemID))
-                        {
-                            let data = OfflineTable.data(local)
-                            try SyncQueue.setSentRow(db, sequence: operation.sequence, data)
-                            before.sentRow = data
-                        }
                         sending.append(before)
                     }
                 }

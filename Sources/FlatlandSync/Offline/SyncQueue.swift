@@ -230,10 +230,18 @@ enum SyncQueue {
                 SELECT sequence, kind, changes FROM flatland_sync_operations
                 WHERE table_name = ? AND item_id = ? AND sequence > ? ORDER BY sequence
                 """)
-        return try Row.fetchAll(statement, arguments: [table, itemID, sequence]).map { row in
-            let later: Int64 = row[0]
-            return Later(sequence: later, kind: try kind(row[1], sequence: later, table: table), changes: row[2])
+        // Stepped through a cursor and read from the statement (most answers have nothing
+        // behind them: no row is copied for nothing).
+        var found: [Later] = []
+        let rows = try Row.fetchCursor(statement, arguments: [table, itemID, sequence])
+        while let row = try rows.next() {
+            let later = row[0] as Int64
+            found.append(
+                Later(
+                    sequence: later, kind: try kind(row[1] as String?, sequence: later, table: table),
+                    changes: row[2] as Int))
         }
+        return found
     }
 
     /// A stored operation's kind, refused when this version does not know it (a newer one
@@ -345,10 +353,12 @@ enum SyncQueue {
 
     /// ``apply(_:_:sequence:)`` to `current`, the operation as the caller read it in this same
     /// transaction (a batch reads its run in one statement; reading each again parsed it twice).
+    /// `sentRow`, when given, is kept as the data it is sent with (``setSentRow(_:sequence:_:)``)
+    /// by the same statement.
     @discardableResult
-    static func apply(_ event: OperationLifecycle.Event, _ db: Database, current: SyncOperation) throws
-        -> SyncOperation?
-    {
+    static func apply(
+        _ event: OperationLifecycle.Event, _ db: Database, current: SyncOperation, sentRow: JSONObject? = nil
+    ) throws -> SyncOperation? {
         let sequence = current.sequence
         guard let next = try OperationLifecycle.next(current.state, on: event) else {
             try remove(db, sequence: sequence)
@@ -363,10 +373,17 @@ enum SyncQueue {
         default:
             break
         }
-        try db.cachedStatement(
-            sql: "UPDATE flatland_sync_operations SET state = ?, maybe_applied = ? WHERE sequence = ?"
-        ).execute(arguments: [next.rawValue, maybeApplied ? 1 : 0, sequence])
         var updated = current
+        if let sentRow {
+            try db.cachedStatement(
+                sql: "UPDATE flatland_sync_operations SET state = ?, maybe_applied = ?, sent_row = ? WHERE sequence = ?"
+            ).execute(arguments: [next.rawValue, maybeApplied ? 1 : 0, bytes(sentRow), sequence])
+            updated.sentRow = sentRow
+        } else {
+            try db.cachedStatement(
+                sql: "UPDATE flatland_sync_operations SET state = ?, maybe_applied = ? WHERE sequence = ?"
+            ).execute(arguments: [next.rawValue, maybeApplied ? 1 : 0, sequence])
+        }
         updated.state = next
         updated.mayHaveBeenApplied = maybeApplied
         return updated
