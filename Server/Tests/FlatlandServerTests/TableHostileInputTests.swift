@@ -165,6 +165,35 @@ import Testing
     }
 
     @Test(arguments: TestStorage.all)
+    func aCallerPastItsCapInBatchesKeepsItsNewestKeysAndAtMostAnEighthMore(_ kind: TestStorage) async throws {
+        // The same cap when the keyed writes come in batches: a batch's writes are counted
+        // together, once for its transaction.
+        let c = try await client(kind) { $0.idempotencyMaxKeysPerCaller = 16 }
+        _ = await c.send("POST", "/tables/todoitem", #"{"id":"a","n":0}"#)
+        // The keyed writes `indices` (or their replays) in one batch: whether each was replayed.
+        let batch = { (indices: [Int]) async throws -> [Bool] in
+            let operations = indices.map {
+                #"{"key":"k\#($0)","method":"PATCH","table":"todoitem","id":"a","body":{"n":\#($0 + 1)}}"#
+            }
+            let reply = await c.send(
+                "POST", "/tables/$batch", #"{"operations":["# + operations.joined(separator: ",") + "]}")
+            #expect(reply.status == 200)
+            guard case .array(let results)? = try json(reply)["results"] else {
+                Issue.record("the batch's answer has no results")
+                return []
+            }
+            #expect(results.allSatisfy { $0["status"] == .number(JSONNumber(200)) })
+            return results.map { $0["replayed"] == .bool(true) }
+        }
+        for start in stride(from: 0, to: 40, by: 10) {
+            #expect(try await batch(Array(start..<start + 10)) == Array(repeating: false, count: 10))
+        }
+        #expect(try await batch(Array(24..<40)) == Array(repeating: true, count: 16), "the newest 16")
+        let older = try await batch(Array(0..<24)).filter { $0 }.count
+        #expect(older <= 2, "\(older) keys older than the newest 16 were still answered")
+    }
+
+    @Test(arguments: TestStorage.all)
     func aLargeRowIsRememberedByItsVersionAndReplayedWhileItIsTheSame(_ kind: TestStorage) async throws {
         let c = try await client(kind) { $0.idempotencyMaxRowBytes = 1000 }
         let big = String(repeating: "x", count: 5000)

@@ -69,13 +69,22 @@ final class SQLiteTableStorage: TableStorage {
         guard !writes.isEmpty else { return [] }
         do {
             return try await run { db in
-                try writes.map { write -> Result<TableRow, TableStorageError> in
+                let results = try writes.map { write -> Result<TableRow, TableStorageError> in
                     do {
                         return .success(try self.keyed(db, write))
                     } catch let error as TableStorageError {
                         return .failure(error)
                     }
                 }
+                // Each caller's keyed writes counted once for the transaction (a batch's 300
+                // writes, one statement).
+                var counted: [String: (key: TableIdempotency, writes: Int)] = [:]
+                for (write, result) in zip(writes, results) {
+                    guard case .success = result, let key = write.idempotency else { continue }
+                    counted[key.scope, default: (key, 0)].writes += 1
+                }
+                for (key, count) in counted.values { try Self.count(db, key, writes: count) }
+                return results
             }
         } catch {
             guard writes.count > 1 else { return [.failure(error)] }
@@ -126,13 +135,9 @@ final class SQLiteTableStorage: TableStorage {
     }
 
     /// Records a write under its key (`data`: the row's fields as stored, kept only up to
-    /// ``TableIdempotency/maxRowBytes``), forgets the scope's oldest records past
-    /// ``TableIdempotency/maxPerScope`` once every ``TableIdempotency/pruneSlack`` + 1 of its
-    /// writes (the scope's count of writes since, in `flatland_table_idempotency_scopes`); every
-    /// 128th version also prunes the records past their time.
-    ///
-    /// Finding the cap's boundary walks the scope's newest records in the index: at every write
-    /// that cost about eight times the write itself.
+    /// ``TableIdempotency/maxRowBytes``); every 128th version also prunes the records past their
+    /// time. ``apply(_:)`` then counts the transaction's records per caller
+    /// (``count(_:_:writes:)``).
     private static func remember(_ db: Database, _ key: TableIdempotency, _ row: TableRow, data: String, now: Int64)
         throws
     {
@@ -146,28 +151,37 @@ final class SQLiteTableStorage: TableStorage {
             key.scope, key.key, key.method, key.path, key.status, row.id, row.createdAt, row.updatedAt,
             row.version, row.deleted ? 1 : 0, key.kept(data), now + key.ttl,
         ])
-        let writes =
-            try Int.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        INSERT INTO flatland_table_idempotency_scopes (scope, writes) VALUES (?, 1)
-                        ON CONFLICT (scope) DO UPDATE SET writes = writes + 1 RETURNING writes
-                        """),
-                arguments: [key.scope]) ?? 1
-        if writes > key.pruneSlack {
-            try db.cachedStatement(
-                sql: """
-                    DELETE FROM flatland_table_idempotency WHERE scope = ? AND expires_at <= (
-                        SELECT expires_at FROM flatland_table_idempotency WHERE scope = ?
-                        ORDER BY expires_at DESC LIMIT 1 OFFSET ?)
-                    """
-            ).execute(arguments: [key.scope, key.scope, key.maxPerScope])
-            try db.cachedStatement(sql: "UPDATE flatland_table_idempotency_scopes SET writes = 0 WHERE scope = ?")
-                .execute(arguments: [key.scope])
-        }
         if row.version % 128 == 0 {
             try db.execute(sql: "DELETE FROM flatland_table_idempotency WHERE expires_at <= ?", arguments: [now])
         }
+    }
+
+    /// Adds `writes` records to `key`'s scope's count since its last pruning (in
+    /// `flatland_table_idempotency_scopes`, in the writes' own transaction, so that a rollback
+    /// takes the count back with them), and forgets the scope's oldest records past
+    /// ``TableIdempotency/maxPerScope`` once that count passes ``TableIdempotency/pruneSlack``.
+    ///
+    /// Finding the cap's boundary walks the scope's newest records in the index: at every write
+    /// that cost about eight times the write itself.
+    private static func count(_ db: Database, _ key: TableIdempotency, writes: Int) throws {
+        let since =
+            try Int.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        INSERT INTO flatland_table_idempotency_scopes (scope, writes) VALUES (?, ?)
+                        ON CONFLICT (scope) DO UPDATE SET writes = writes + excluded.writes RETURNING writes
+                        """),
+                arguments: [key.scope, writes]) ?? writes
+        guard since > key.pruneSlack else { return }
+        try db.cachedStatement(
+            sql: """
+                DELETE FROM flatland_table_idempotency WHERE scope = ? AND expires_at <= (
+                    SELECT expires_at FROM flatland_table_idempotency WHERE scope = ?
+                    ORDER BY expires_at DESC LIMIT 1 OFFSET ?)
+                """
+        ).execute(arguments: [key.scope, key.scope, key.maxPerScope])
+        try db.cachedStatement(sql: "UPDATE flatland_table_idempotency_scopes SET writes = 0 WHERE scope = ?")
+            .execute(arguments: [key.scope])
     }
 
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(TableStorageError)
