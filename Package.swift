@@ -67,6 +67,7 @@ let package = Package(
             name: "FlatlandClientTests",
             dependencies: [
                 "Flatland", "FlatlandJSON", "FlatlandHTTP", "FlatlandSync", "FlatlandSQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

@@ -114,12 +114,8 @@ extension SyncContext {
         let versionName = engine.wireName(.version)
         let systemNames = engine.version.systemPropertyNames
         for _ in 0..<8 {
-            let sequences = answered.map(\.operation)
-            let behind: [[SyncQueue.Later]] = try read { db in
-                try sequences.map { operation in
-                    try SyncQueue.later(db, table: operation.table, itemID: operation.itemID, after: operation.sequence)
-                }
-            }
+            let operations = answered.map(\.operation)
+            let behind: [[SyncQueue.Later]] = try read { db in try SyncQueue.later(db, after: operations) }
             var change = StoreChange()
             var plans: [Settlement] = []
             var renamed: [(local: String, server: String)] = []
@@ -159,10 +155,9 @@ extension SyncContext {
             let planned = plans
             do {
                 try commit(change) { db in
-                    for plan in planned {
+                    let now = try SyncQueue.later(db, after: planned.map(\.operation))
+                    for (plan, now) in zip(planned, now) {
                         let operation = plan.operation
-                        let now = try SyncQueue.later(
-                            db, table: operation.table, itemID: operation.itemID, after: operation.sequence)
                         guard now == plan.behind else {
                             throw SyncError(.laterChange, "a later change to row \(operation.itemID) came in")
                         }
