@@ -56,6 +56,12 @@ SIM_SEEDS ?= 80
 # where they were its longest test.
 SIM_TOTAL = $(shell echo $$(( $(SIM_SEEDS) + 20 )))
 SERVER_PLAN = Server/.build/debug/description.json
+# Every build of the shared build folder runs SwiftPM with deterministic hashing. SwiftPM passes a
+# package's enabled traits to the compiler as -D flags in the iteration order of a Set, which is
+# random per process: Hummingbird's two (-DFullFoundation -DConfigurationSupport) came out in a
+# different order in the benchmark package's plan than in the server's, so each switch of plan
+# compiled HummingbirdCore and Hummingbird again (the benchmark step took 170 s instead of 41).
+BUILD = env SWIFT_DETERMINISTIC_HASHING=1 $(SWIFT) build
 test: deps
 	@built=0; ran=0; \
 	step() { \
@@ -76,11 +82,11 @@ test: deps
 	suite() { \
 		echo "== the libraries (., built in Server/'s build folder)"; \
 		rm -f $(SERVER_PLAN); \
-		step build $(SWIFT) build --scratch-path Server/.build --build-tests $(SWIFT_FLAGS) || return 1; \
+		step build $(BUILD) --scratch-path Server/.build --build-tests $(SWIFT_FLAGS) || return 1; \
 		step run $(SWIFT) test --scratch-path Server/.build --skip-build $(SWIFT_FLAGS) || return 1; \
 		echo "== the server, the tool, and the HTTP and sync integration suites (Server/)"; \
 		rm -f $(SERVER_PLAN); \
-		step build $(SWIFT) build --package-path Server --build-tests $(SWIFT_FLAGS) || return 1; \
+		step build $(BUILD) --package-path Server --build-tests $(SWIFT_FLAGS) || return 1; \
 		if [ "$(SIM_SEEDS)" = "0" ]; then \
 			step run $(SWIFT) test --package-path Server --skip-build $(SWIFT_FLAGS) \
 				--skip FlatlandCLITests || return 1; \
@@ -97,7 +103,7 @@ test: deps
 		fi; \
 		echo "== the benchmark commands (Benchmarks/, built in Server/'s build folder)"; \
 		rm -f $(SERVER_PLAN); \
-		step build $(SWIFT) build --package-path Benchmarks --scratch-path Server/.build --build-tests \
+		step build $(BUILD) --package-path Benchmarks --scratch-path Server/.build --build-tests \
 			$(SWIFT_FLAGS) || return 1; \
 		step run $(SWIFT) test --package-path Benchmarks --scratch-path Server/.build --skip-build \
 			$(SWIFT_FLAGS) || return 1; \

@@ -12,6 +12,10 @@
 # the same flags just before is reused rather than redone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The same plan flags as make test's builds of Server/'s build folder (see BUILD in the Makefile:
+# SwiftPM orders trait flags by a Set's random order unless hashing is deterministic), so that
+# make test reuses this build instead of compiling Hummingbird again.
+export SWIFT_DETERMINISTIC_HASHING=1
 
 LIBRARIES=(FlatlandJSON Flatland FlatlandSQLite FlatlandHTTP FlatlandSync FlatlandFixtures)
 SERVER_MODULES=(FlatlandServer FlatlandServerTesting)
