@@ -80,15 +80,7 @@ enum TableBody {
     }
 
     /// Whether `text` holds U+0000.
-    static func hasNUL(_ text: String) -> Bool {
-        if let found = text.utf8.withContiguousStorageIfAvailable({ bytes in
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
-            return memchr(base, 0, bytes.count) != nil
-        }) {
-            return found
-        }
-        return text.utf8.contains(0)
-    }
+    static func hasNUL(_ text: String) -> Bool { text.utf8.contains(0) }
 
     /// The names of the system properties of every protocol (`createdAt`, `updatedAt`,
     /// `version`, `deleted`, and their `__` forms): no row stores one as a field, so that no
