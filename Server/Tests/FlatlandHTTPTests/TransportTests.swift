@@ -457,6 +457,30 @@ struct TransportTests {
         #expect(try #require(closed.seconds) < 20)
     }
 
+    /// A port nothing listens on refuses the connection: the send fails at once. AsyncHTTPClient
+    /// on its own tries connecting again until its connect timeout (an hour here) runs out; the
+    /// case gives up on it after a minute.
+    @Test("a server that is down fails the request at once, a transport error", arguments: TransportKind.allCases)
+    func refusedConnectionFailsAtOnce(_ kind: TransportKind) async throws {
+        let transport: any HTTPTransport =
+            switch kind {
+            case .urlSession: URLSessionTransport()
+            case .asyncHTTPClient: AsyncHTTPClientTransport(configuration: .init(connectTimeout: .seconds(3600)))
+            }
+        defer { transport.shutdown() }
+        let down = URL(string: "http://127.0.0.1:1")!
+        let ended = try await boundedWait(seconds: 60) {
+            await httpError {
+                try await transport.send(request(down, "/tables/todoitem", timeout: 3600), to: RecordingReceiver())
+            }
+        }
+        guard let error = ended else {
+            Issue.record("the send to a refused port had not failed after 60 s")
+            return
+        }
+        #expect(error?.code == .transport, "\(String(describing: error))")
+    }
+
     /// The server sends the head and the first 20 000 bytes at once, from its own thread, then
     /// nothing: the transport cuts the body once the timeout has passed with no byte.
     @Test("a body that stops for longer than the timeout is cut, a transport error", arguments: TransportKind.allCases)

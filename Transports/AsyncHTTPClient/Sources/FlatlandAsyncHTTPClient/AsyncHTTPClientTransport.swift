@@ -32,7 +32,9 @@ import NIOHTTP1
 /// does not count. As with `URLSessionTransport`, a timeout is an `HTTPError` `transport` (its
 /// message says which limit ran out). ``Configuration/connectTimeout`` bounds connecting, and
 /// ``Configuration/requestTimeout``, if set, is a deadline for the whole exchange. The timers
-/// run on the connection's event loop, so a busy cooperative pool never fires them early.
+/// run on the connection's event loop, so a busy cooperative pool never fires them early. A
+/// connection that cannot be opened (a server that is down) fails the request at once, a
+/// `transport` error, unless ``Configuration/retriesConnecting`` is set.
 ///
 /// **Writes.** A request's body is sent from memory with its length, so every attempt, a write
 /// sent again after a lost answer included, carries the whole body. A connection that closes
@@ -53,11 +55,21 @@ public final class AsyncHTTPClientTransport: HTTPTransport, Sendable {
         /// response, or nil (the default) for none: a long download that keeps making progress
         /// runs as long as it needs, and the request's own timeout still cuts one that stalls.
         public var requestTimeout: Duration?
+        /// Whether a connection that cannot be opened (refused, unreachable) is tried again, after
+        /// growing pauses, until ``connectTimeout`` runs out: AsyncHTTPClient's
+        /// `retryConnectionEstablishment`. Default false: the request fails as soon as its
+        /// connection does, as with `URLSessionTransport`, and whether to try again is the
+        /// session's `RetryPolicy`'s decision. With true, a server that is down costs every
+        /// request the whole ``connectTimeout`` before it fails.
+        public var retriesConnecting: Bool
 
         /// A configuration; every argument has a default.
-        public init(connectTimeout: Duration = .seconds(10), requestTimeout: Duration? = nil) {
+        public init(
+            connectTimeout: Duration = .seconds(10), requestTimeout: Duration? = nil, retriesConnecting: Bool = false
+        ) {
             self.connectTimeout = connectTimeout
             self.requestTimeout = requestTimeout
+            self.retriesConnecting = retriesConnecting
         }
     }
 
@@ -79,10 +91,11 @@ public final class AsyncHTTPClientTransport: HTTPTransport, Sendable {
     public init(configuration: Configuration = Configuration()) {
         // Redirects are the app's business (its filters see every response), and bodies
         // arrive as the server sent them. The read timeout is the request's own, kept here.
-        let clientConfiguration = HTTPClient.Configuration(
+        var clientConfiguration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: Self.timeAmount(configuration.connectTimeout)),
             decompression: .disabled)
+        clientConfiguration.connectionPool.retryConnectionEstablishment = configuration.retriesConnecting
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
         self.configuration = configuration
         ownsClient = true
@@ -90,8 +103,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport, Sendable {
 
     /// A transport over `client`, which the app owns: ``shutdown()`` cancels this transport's
     /// requests and leaves the client running. The client's own configuration (redirects, TLS,
-    /// proxy, its connect timeout) applies; the transport adds the request's timeout and
-    /// ``Configuration/requestTimeout`` (``Configuration/connectTimeout`` is the client's).
+    /// proxy, its connect timeout, whether it retries connecting) applies; the transport adds the
+    /// request's timeout and ``Configuration/requestTimeout`` (``Configuration/connectTimeout``
+    /// and ``Configuration/retriesConnecting`` are the client's).
     public init(client: HTTPClient, configuration: Configuration = Configuration()) {
         self.client = client
         self.configuration = configuration
