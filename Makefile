@@ -46,11 +46,12 @@ demo-postgres: deps
 ## and SIM_SEEDS more (seeds 1 to SIM_SEEDS + 20) after the suite, on their own, two at a time,
 ## where nothing else competes for the machine: about a minute for 100. SIM_SEEDS=0 runs only the
 ## suite's 20, inside the suite; CI runs 300 more.
-## The tool's suite (FlatlandCLITests) runs in a test process of its own: its cases wait for
-## `flatland` child processes synchronously, each holding a thread of Swift's cooperative pool
-## (two on this machine) for as long as its child runs, and in one process with the other suites
-## they starved every in-process server and timer of it (a whole run once saw every test wait
-## about 12 minutes for a thread).
+## The tool's suite (FlatlandCLITests) runs in a test process of its own. Its cases once waited
+## for their `flatland` child processes on threads of Swift's cooperative pool (two on this
+## machine): in one process with the other suites they starved every in-process server and timer
+## (a whole run once saw every test wait about 12 minutes for a thread), and alone they ran two
+## children at a time. They now wait on threads of their own (`CLI.run`); the suite keeps its
+## process, where its many children compete with no in-process server.
 SIM_SEEDS ?= 80
 # The suite's own 20 seeds run in the same step, two at a time, rather than inside the suite,
 # where they were its longest test.

@@ -22,7 +22,18 @@ enum CLI {
         return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     }
 
-    static func run(_ arguments: [String], stdin: Data? = nil, executable: URL? = nil, directory: URL? = nil) throws
+    /// Runs `flatland` (or `executable`) with `arguments` and waits for it to exit.
+    ///
+    /// The wait is on a thread of its own, never on one of Swift's cooperative pool: that pool has
+    /// as many threads as cores (two here), and a test holding one for as long as its child runs
+    /// left the suite two children at a time, whatever else was ready to run.
+    static func run(_ arguments: [String], stdin: Data? = nil, executable: URL? = nil, directory: URL? = nil)
+        async throws -> CLIRun
+    {
+        try await offPool { try runWaiting(arguments, stdin: stdin, executable: executable, directory: directory) }
+    }
+
+    private static func runWaiting(_ arguments: [String], stdin: Data?, executable: URL?, directory: URL?) throws
         -> CLIRun
     {
         let process = Process()
@@ -44,5 +55,12 @@ enum CLI {
         return CLIRun(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+/// Runs `body`, which blocks (waits for a child process), on a new thread and awaits its result.
+func offPool<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }

@@ -6,10 +6,10 @@ import Testing
 @Suite("flatland demo: two devices, one conflict, both equal to the server")
 struct DemoCLITests {
     @Test(arguments: transports)
-    func theTwoDevicePartSettlesOneConflictAndEndsEqualOnAStoredTable(_ transport: String) throws {
+    func theTwoDevicePartSettlesOneConflictAndEndsEqualOnAStoredTable(_ transport: String) async throws {
         let workspace = try Workspace()
         let tables = workspace.url.appendingPathComponent("tables.sqlite").path
-        let run = try CLI.run(
+        let run = try await CLI.run(
             ["demo", "--users", "4", "--rounds", "0", "--tables-db", tables] + transportOption(transport))
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         let lines = run.stdout.split(separator: "\n").map(String.init)

@@ -4,10 +4,10 @@ import Testing
 
 @Suite("flatland generate")
 struct GenerateCLITests {
-    @Test func writesDeterministicSeedShapedJSON() throws {
-        let first = try CLI.run(["generate", "--bytes", "20000", "--seed", "7"])
-        let again = try CLI.run(["generate", "--bytes", "20000", "--seed", "7"])
-        let other = try CLI.run(["generate", "--bytes", "20000", "--seed", "8"])
+    @Test func writesDeterministicSeedShapedJSON() async throws {
+        let first = try await CLI.run(["generate", "--bytes", "20000", "--seed", "7"])
+        let again = try await CLI.run(["generate", "--bytes", "20000", "--seed", "7"])
+        let other = try await CLI.run(["generate", "--bytes", "20000", "--seed", "8"])
         #expect(first.status == 0)
         #expect(first.stdout == again.stdout)
         #expect(first.stdout != other.stdout)
@@ -24,8 +24,8 @@ struct GenerateCLITests {
         #expect(first.stdout.utf8.count > 10_000 && first.stdout.utf8.count < 40_000)
     }
 
-    @Test func rejectsANonPositiveSize() throws {
-        let run = try CLI.run(["generate", "--bytes", "0"])
+    @Test func rejectsANonPositiveSize() async throws {
+        let run = try await CLI.run(["generate", "--bytes", "0"])
         #expect(run.status == 2)
     }
 }

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("flatland ingest")
 struct IngestCLITests {
-    @Test func untypedModeDecidesWhatIsAnEntity() throws {
+    @Test func untypedModeDecidesWhatIsAnEntity() async throws {
         let ws = try Workspace()
         try ws.write(
             "a.json",
@@ -14,7 +14,7 @@ struct IngestCLITests {
              {"uuid":"x-1","uuid2":"y"},{"uuid":"u-1-2"},{"uuid":"u_1-x"},{"uuid":"-x"},
              {"wrap":{"uuid":"w-9","list":[{"uuid":"w-8"},2]}}]
             """#)
-        let run = try ws.run(["ingest", "--dump", "a.json"])
+        let run = try await ws.run(["ingest", "--dump", "a.json"])
         #expect(run.status == 0)
         #expect(run.stderr.isEmpty)
         #expect(
@@ -35,13 +35,13 @@ struct IngestCLITests {
     static let fileC = #"{"offset":0,"total":2,"data":[{"uuid":"u-2","gone":null},"not an entity"]}"#
 
     @Test(arguments: [[], ["--chunk-size", "1"], ["--chunk-size", "7"]])
-    func filesAreTasksAppliedInOrder(extra: [String]) throws {
+    func filesAreTasksAppliedInOrder(extra: [String]) async throws {
         let ws = try Workspace()
         try ws.write("a.json", Self.fileA)
         try ws.write("sub/b.json", Self.fileB)
         try ws.write("c.json", Self.fileC)
         let cPath = ws.url.appendingPathComponent("c.json").path
-        let run = try ws.run(["ingest", "--dump"] + extra + ["a.json", "./sub/b.json", cPath])
+        let run = try await ws.run(["ingest", "--dump"] + extra + ["a.json", "./sub/b.json", cPath])
         #expect(run.status == 0)
         #expect(
             try dumpLines(run.stdout)
@@ -60,13 +60,13 @@ struct IngestCLITests {
         return #"{"offset":\#(offset),"count":\#(ids.count)\#(totalMember),"data":[\#(items.joined(separator: ","))]}"#
     }
 
-    @Test func endpointSlicesLandAtTheirPositions() throws {
+    @Test func endpointSlicesLandAtTheirPositions() async throws {
         let ws = try Workspace()
         try ws.write("p3.json", Self.page(14, ["u-14", "u-15"], total: 47))
         try ws.write("p1.json", Self.page(10, ["u-10", nil], total: 47))
         try ws.write("p2.json", Self.page(12, ["u-12", "u-13"], total: nil))
         let endpoint = "/users/friends/?offset=10&count=2&field=firstname,age&gender=male"
-        let run = try ws.run(["ingest", "--dump", "--endpoint", endpoint, "p3.json", "p1.json", "p2.json"])
+        let run = try await ws.run(["ingest", "--dump", "--endpoint", endpoint, "p3.json", "p1.json", "p2.json"])
         #expect(run.status == 0)
         let lines = try dumpLines(run.stdout)
         let nulls = Array(repeating: "null", count: 10).joined(separator: ",")
@@ -83,11 +83,11 @@ struct IngestCLITests {
             lines.first == (try expectedLines([#"{"kind":"entity","uuid":"u-10","type":"u","fields":{"p":10}}"#]))[0])
     }
 
-    @Test func aNonSliceResponseReplacesTheEndpointList() throws {
+    @Test func aNonSliceResponseReplacesTheEndpointList() async throws {
         let ws = try Workspace()
         try ws.write("p.json", Self.page(2, ["u-2"], total: 9))
         try ws.write("all.json", #"[{"uuid":"u-7"},{"uuid":"u-2"}]"#)
-        let run = try ws.run(["ingest", "--dump", "--endpoint", "/u?b=1&a=2", "p.json", "all.json"])
+        let run = try await ws.run(["ingest", "--dump", "--endpoint", "/u?b=1&a=2", "p.json", "all.json"])
         #expect(run.status == 0)
         #expect(
             try dumpLines(run.stdout).last
@@ -95,15 +95,15 @@ struct IngestCLITests {
                     0])
     }
 
-    @Test func withoutAnEndpointThereAreNoEndpointLines() throws {
+    @Test func withoutAnEndpointThereAreNoEndpointLines() async throws {
         let ws = try Workspace()
         try ws.write("p.json", Self.page(2, ["u-2"], total: 9))
-        let run = try ws.run(["ingest", "--dump", "p.json"])
+        let run = try await ws.run(["ingest", "--dump", "p.json"])
         #expect(try dumpLines(run.stdout).allSatisfy { $0["kind"] != "endpoint" })
         #expect(try dumpLines(run.stdout).count == 2)
     }
 
-    @Test func versionKeyRules() throws {
+    @Test func versionKeyRules() async throws {
         let ws = try Workspace()
         try ws.write("1.json", #"[{"uuid":"u-1","v":2,"n":"a"},{"uuid":"u-2","n":"no version"},{"uuid":"u-3","v":5}]"#)
         // Not greater: skipped entirely, still listed. Either side missing: applies.
@@ -120,7 +120,7 @@ struct IngestCLITests {
              {"uuid":"u-4","v":2,"n":"outer","kid":{"uuid":"u-4","v":3,"n":"inner"}},
              {"uuid":"u-5","v":1,"n":"one"},{"uuid":"u-5","v":3,"n":"three"},{"uuid":"u-5","v":2,"n":"two"}]
             """#)
-        let run = try ws.run(["ingest", "--dump", "--version-key", "v", "1.json", "2.json", "3.json"])
+        let run = try await ws.run(["ingest", "--dump", "--version-key", "v", "1.json", "2.json", "3.json"])
         #expect(run.status == 0)
         #expect(
             try dumpLines(run.stdout)
@@ -136,10 +136,10 @@ struct IngestCLITests {
                 ]))
     }
 
-    @Test func idKeyOption() throws {
+    @Test func idKeyOption() async throws {
         let ws = try Workspace()
         try ws.write("a.json", #"{"id":"u-1","uuid":"x-9","n":1,"k":{"id":"d-1"},"j":{"uuid":"x-2"}}"#)
-        let run = try ws.run(["ingest", "--dump", "--id-key", "id", "a.json"])
+        let run = try await ws.run(["ingest", "--dump", "--id-key", "id", "a.json"])
         #expect(run.status == 0)
         #expect(
             try dumpLines(run.stdout)
@@ -163,12 +163,12 @@ struct IngestCLITests {
     ]
 
     @Test(arguments: failures)
-    func aFailingFileIsNotAppliedAndStopsTheRun(failure: (name: String, text: String, line: Int)) throws {
+    func aFailingFileIsNotAppliedAndStopsTheRun(failure: (name: String, text: String, line: Int)) async throws {
         let ws = try Workspace()
         try ws.write("a.json", #"{"uuid":"u-1","n":1}"#)
         try ws.write(failure.name, failure.text)
         try ws.write("c.json", #"{"uuid":"u-9","n":9}"#)
-        let run = try ws.run(["ingest", "--dump", "a.json", failure.name, "c.json"])
+        let run = try await ws.run(["ingest", "--dump", "a.json", failure.name, "c.json"])
         #expect(run.status == 1)
         let pattern = try Regex(
             "^error: \(failure.name.replacingOccurrences(of: ".", with: "\\.")):([0-9]+):([0-9]+): .+\n$")
@@ -184,16 +184,16 @@ struct IngestCLITests {
                 ]))
     }
 
-    @Test func aFailingFirstFileLeavesAnEmptyDump() throws {
+    @Test func aFailingFirstFileLeavesAnEmptyDump() async throws {
         let ws = try Workspace()
         try ws.write("bad.json", #"{"uuid":"u-1","#)
-        let run = try ws.run(["ingest", "--dump", "bad.json"])
+        let run = try await ws.run(["ingest", "--dump", "bad.json"])
         #expect(run.status == 1)
         #expect(run.stderr.hasPrefix("error: bad.json:1:"))
         #expect(run.stdout.isEmpty)
     }
 
-    @Test func chunkSizeOneGivesTheSameDump() throws {
+    @Test func chunkSizeOneGivesTheSameDump() async throws {
         let ws = try Workspace()
         try ws.write("a.json", Self.fileA)
         try ws.write("b.json", Self.fileB)
@@ -202,8 +202,8 @@ struct IngestCLITests {
             "deep.json",
             #"{"uuid":"z-1","a":{"b":[{"c":{"uuid":"z-2","d":[[{"e":{"uuid":"z-3"}}]]}}]},"é":"ü\u00e9\n"}"#)
         let files = ["a.json", "b.json", "p.json", "deep.json"]
-        let whole = try ws.run(["ingest", "--dump", "--endpoint", "/x?offset=3", "--version-key", "v"] + files)
-        let bytewise = try ws.run(
+        let whole = try await ws.run(["ingest", "--dump", "--endpoint", "/x?offset=3", "--version-key", "v"] + files)
+        let bytewise = try await ws.run(
             ["ingest", "--dump", "--chunk-size", "1", "--endpoint", "/x?offset=3", "--version-key", "v"] + files)
         #expect(whole.status == 0)
         #expect(bytewise.status == 0)
@@ -211,9 +211,9 @@ struct IngestCLITests {
         #expect(try dumpLines(bytewise.stdout) == dumpLines(whole.stdout))
     }
 
-    @Test func standardInputIsAFile() throws {
+    @Test func standardInputIsAFile() async throws {
         let ws = try Workspace()
-        let run = try ws.run(["ingest", "--dump", "-"], stdin: Data(#"[{"uuid":"q-1"}]"#.utf8))
+        let run = try await ws.run(["ingest", "--dump", "-"], stdin: Data(#"[{"uuid":"q-1"}]"#.utf8))
         #expect(run.status == 0)
         #expect(
             try dumpLines(run.stdout)
@@ -223,10 +223,10 @@ struct IngestCLITests {
                 ]))
     }
 
-    @Test func withoutDumpASummary() throws {
+    @Test func withoutDumpASummary() async throws {
         let ws = try Workspace()
         try ws.write("a.json", #"[{"uuid":"u-1"},{"uuid":"u-2"},{"uuid":"d-1"}]"#)
-        let run = try ws.run(["ingest", "--endpoint", "/u", "a.json"])
+        let run = try await ws.run(["ingest", "--endpoint", "/u", "a.json"])
         #expect(run.status == 0)
         #expect(!run.stdout.contains("\"kind\""))
         #expect(run.stdout.contains("entities: 3"))
@@ -235,20 +235,20 @@ struct IngestCLITests {
         #expect(run.stdout.split(separator: "\n").count <= 5)
     }
 
-    @Test func usageProblemsExitTwo() throws {
+    @Test func usageProblemsExitTwo() async throws {
         let ws = try Workspace()
-        #expect(try ws.run(["ingest"]).status == 2)
-        #expect(try ws.run(["ingest", "--chunk-size", "0", "a.json"]).status == 2)
-        let missing = try ws.run(["ingest", "missing.json"])
+        #expect(try await ws.run(["ingest"]).status == 2)
+        #expect(try await ws.run(["ingest", "--chunk-size", "0", "a.json"]).status == 2)
+        let missing = try await ws.run(["ingest", "missing.json"])
         #expect(missing.status == 2)
         #expect(missing.stderr.hasPrefix("error: missing.json"))
     }
 
-    @Test func anUnreadableFileStopsTheRunAndTheDumpIsStillPrinted() throws {
+    @Test func anUnreadableFileStopsTheRunAndTheDumpIsStillPrinted() async throws {
         let ws = try Workspace()
         try ws.write("a.json", #"{"uuid":"u-1"}"#)
         try ws.write("c.json", #"{"uuid":"u-3"}"#)
-        let run = try ws.run(["ingest", "--dump", "a.json", "missing.json", "c.json"])
+        let run = try await ws.run(["ingest", "--dump", "a.json", "missing.json", "c.json"])
         #expect(run.status == 2)
         #expect(run.stderr.hasPrefix("error: missing.json: "))
         #expect(

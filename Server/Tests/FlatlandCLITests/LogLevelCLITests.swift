@@ -6,16 +6,16 @@ import Testing
 @Suite("--log-level")
 struct LogLevelCLITests {
     @Test("flatland table: debug logs each task's end on stderr; stdout is the same")
-    func tableLogsAtDebug() throws {
+    func tableLogsAtDebug() async throws {
         let server = try TableServer()
         let client = TableClient(server: server, version: "v2")
-        _ = try client.one(client.run(["insert", #"{"id":"r1","text":"logged"}"#]))
+        _ = try await client.one(client.run(["insert", #"{"id":"r1","text":"logged"}"#]))
 
-        let quiet = try client.run(["get", "r1"])
+        let quiet = try await client.run(["get", "r1"])
         #expect(quiet.status == 0)
         #expect(quiet.stderr.isEmpty, "\(quiet.stderr)")
 
-        let logged = try CLI.run([
+        let logged = try await CLI.run([
             "table", "--url", server.url, "--protocol", "v2", "--log-level", "debug", "todoitem", "get", "r1",
         ])
         #expect(logged.status == 0, "\(logged.stderr)")
@@ -28,20 +28,22 @@ struct LogLevelCLITests {
         // trace (a task's start) is below debug.
         #expect(!logged.stderr.contains("task started"))
 
-        let warnings = try CLI.run(["table", "--url", server.url, "--log-level", "warning", "todoitem", "get", "r1"])
+        let warnings = try await CLI.run([
+            "table", "--url", server.url, "--log-level", "warning", "todoitem", "get", "r1",
+        ])
         #expect(warnings.status == 0)
         #expect(warnings.stderr.isEmpty, "\(warnings.stderr)")
     }
 
     @Test("flatland sync: debug logs the push's summary on stderr, in the sync context's words")
-    func syncLogsItsPushSummary() throws {
+    func syncLogsItsPushSummary() async throws {
         let workspace = try Workspace()
         let store = workspace.url.appendingPathComponent("device.sqlite").path
         // An empty queue: the push sends nothing, and says so.
-        let quiet = try CLI.run(["sync", "--store", store, "--url", "http://127.0.0.1:1", "push"])
+        let quiet = try await CLI.run(["sync", "--store", store, "--url", "http://127.0.0.1:1", "push"])
         #expect(quiet.status == 0, "\(quiet.stderr)")
         #expect(quiet.stderr.isEmpty, "\(quiet.stderr)")
-        let logged = try CLI.run([
+        let logged = try await CLI.run([
             "sync", "--store", store, "--url", "http://127.0.0.1:1", "--log-level", "debug", "push",
         ])
         #expect(logged.status == 0, "\(logged.stderr)")
@@ -51,8 +53,8 @@ struct LogLevelCLITests {
     }
 
     @Test("an unknown level is a usage error")
-    func unknownLevel() throws {
-        let run = try CLI.run(["table", "--url", "http://127.0.0.1:1", "--log-level", "loud", "todoitem", "list"])
+    func unknownLevel() async throws {
+        let run = try await CLI.run(["table", "--url", "http://127.0.0.1:1", "--log-level", "loud", "todoitem", "list"])
         #expect(run.status == 2, "\(run.stderr)")
         #expect(run.stderr.contains("log-level"))
     }

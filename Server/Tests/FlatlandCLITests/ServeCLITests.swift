@@ -10,8 +10,8 @@ import Testing
 @Suite("flatland serve options")
 struct ServeCLITests {
     @Test("every limit is an option with its default")
-    func limitsAreOptions() throws {
-        let help = try CLI.run(["serve", "--help"])
+    func limitsAreOptions() async throws {
+        let help = try await CLI.run(["serve", "--help"])
         #expect(help.status == 0)
         for (option, value) in [
             ("--header-timeout", "10.0"), ("--idle-timeout", "60.0"), ("--max-connections", "512"),
@@ -28,8 +28,8 @@ struct ServeCLITests {
             ["--header-timeout", "0"], ["--idle-timeout", "-1"], ["--idle-timeout", "nan"],
             ["--pending-session-lifetime", "1e12"], ["--max-connections", "0"], ["--max-pending-sessions", "0"],
         ])
-    func outOfRange(_ option: [String]) throws {
-        let run = try CLI.run(["serve", "--port", "0"] + option)
+    func outOfRange(_ option: [String]) async throws {
+        let run = try await CLI.run(["serve", "--port", "0"] + option)
         #expect(run.status == 2)
         #expect(run.stderr.contains(option[0]))
     }
@@ -44,14 +44,14 @@ struct ServeTableOptionTests {
             ["--table-protocols", ""], ["--tables", "todoitem,notes:root"], ["--tables", "a:"],
             ["--tables-max-body", "0"], ["--tables-max-body", "-5"],
         ])
-    func badTableOptions(_ option: [String]) throws {
-        let run = try CLI.run(["serve", "--port", "0"] + option)
+    func badTableOptions(_ option: [String]) async throws {
+        let run = try await CLI.run(["serve", "--port", "0"] + option)
         #expect(run.status == 2)
         #expect(run.stderr.contains(option[0]))
     }
 
-    @Test func theTableOptionsAreDocumented() throws {
-        let help = try CLI.run(["serve", "--help"])
+    @Test func theTableOptionsAreDocumented() async throws {
+        let help = try await CLI.run(["serve", "--help"])
         for option in ["--tables", "--tables-db", "--table-protocols", "--tables-max-body", "per-user"] {
             #expect(help.stdout.contains(option))
         }

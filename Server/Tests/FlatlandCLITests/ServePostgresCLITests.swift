@@ -12,8 +12,8 @@ struct ServePostgresCLITests {
             ("postgresql://me@127.0.0.1:99999/db", "port"), ("postgres://me@127.0.0.1:54x/db", "port"),
             ("postgres://me@127.0.0.1/db?schema=a-b", "schema"), ("postgres://me@127.0.0.1/db?frob=1", "frob"),
         ])
-    func badURL(_ input: (url: String, says: String)) throws {
-        let run = try CLI.run(["serve", "--port", "0", "--users", "1", "--tables-db", input.url])
+    func badURL(_ input: (url: String, says: String)) async throws {
+        let run = try await CLI.run(["serve", "--port", "0", "--users", "1", "--tables-db", input.url])
         #expect(run.status == 1)
         #expect(run.stderr.hasPrefix("error: --tables-db: "), "\(run.stderr)")
         #expect(run.stderr.contains(input.says), "\(run.stderr)")
@@ -22,10 +22,10 @@ struct ServePostgresCLITests {
     }
 
     @Test("an unreachable database is an error at start, naming it without its password")
-    func unreachable() throws {
+    func unreachable() async throws {
         let started = Date()
         // Nothing listens on port 1 of loopback.
-        let run = try CLI.run([
+        let run = try await CLI.run([
             "serve", "--port", "0", "--users", "1", "--tables-db", "postgres://me:secret@127.0.0.1:1/flatland",
         ])
         #expect(run.status == 1)
@@ -36,9 +36,9 @@ struct ServePostgresCLITests {
     }
 
     @Test("a path that is not a postgres:// URL is still an SQLite file")
-    func anythingElseIsAFile() throws {
+    func anythingElseIsAFile() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("no-such-dir-\(UUID())/t.sqlite").path
-        let run = try CLI.run(["serve", "--port", "0", "--users", "1", "--tables-db", path])
+        let run = try await CLI.run(["serve", "--port", "0", "--users", "1", "--tables-db", path])
         #expect(run.status == 1)
         #expect(run.stderr.hasPrefix("error: --tables-db: cannot open the tables' database"), "\(run.stderr)")
     }

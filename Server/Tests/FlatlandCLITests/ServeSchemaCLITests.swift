@@ -23,20 +23,20 @@ struct ServeSchemaCLITests {
             ("{\"movies\": {\"fields\": {\"id\": \"string\"}}}", "'id' is reserved"),
             ("not json", "not JSON"),
         ])
-    func aBadFileIsAUsageError(_ input: (String, String)) throws {
+    func aBadFileIsAUsageError(_ input: (String, String)) async throws {
         let path = try Self.file(input.0)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let run = try CLI.run(["serve", "--port", "0", "--table-schemas", path])
+        let run = try await CLI.run(["serve", "--port", "0", "--table-schemas", path])
         #expect(run.status == 2)
         #expect(run.stderr.contains("--table-schemas: "), "\(run.stderr)")
         #expect(run.stderr.contains(input.1), "\(run.stderr)")
-        let missing = try CLI.run(["serve", "--port", "0", "--table-schemas", path + ".missing"])
+        let missing = try await CLI.run(["serve", "--port", "0", "--table-schemas", path + ".missing"])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("cannot read"), "\(missing.stderr)")
     }
 
-    @Test func theOptionIsDocumented() throws {
-        let help = try CLI.run(["serve", "--help"])
+    @Test func theOptionIsDocumented() async throws {
+        let help = try await CLI.run(["serve", "--help"])
         #expect(help.stdout.contains("--table-schemas"))
     }
 

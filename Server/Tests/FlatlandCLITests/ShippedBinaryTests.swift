@@ -23,7 +23,7 @@ struct ShippedBinaryTests {
             })
     }
 
-    @Test func itDefinesNoAllocator() throws {
+    @Test func itDefinesNoAllocator() async throws {
         let symbols = try Self.definedSymbols()
         #expect(symbols.count > 1000, "nm saw the binary's own symbols")
         for name in ["malloc", "calloc", "realloc", "free", "flatland_heap_bytes_in_use"] {
@@ -35,11 +35,11 @@ struct ShippedBinaryTests {
         "bench", "bench-sqlite", "bench-http", "bench-table", "bench-sync", "bench-load", "persist-stream",
         "persist-alongside",
     ])
-    func itHasNoBenchmarkOrTestCommand(_ name: String) throws {
-        let run = try CLI.run([name])
+    func itHasNoBenchmarkOrTestCommand(_ name: String) async throws {
+        let run = try await CLI.run([name])
         #expect(run.status == 2, "flatland \(name) exists")
         #expect(run.stderr.contains("Unexpected argument '\(name)'"))
-        let help = try CLI.run(["--help"])
+        let help = try await CLI.run(["--help"])
         #expect(help.status == 0)
         #expect(!help.stdout.contains(" \(name) "))
     }

@@ -9,28 +9,28 @@ struct SyncCLITests {
     static let protocols = ["v1", "v2", "v3"]
 
     @Test("local insert, update, delete, get and list, and the queue they leave")
-    func localWritesAndQueue() throws {
+    func localWritesAndQueue() async throws {
         let workspace = try Workspace()
         let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: "http://127.0.0.1:1")
-        let a = try device.one(device.local(["todoitem", "insert", #"{"id":"a","text":"A"}"#]))
+        let a = try await device.one(device.local(["todoitem", "insert", #"{"id":"a","text":"A"}"#]))
         #expect(a["id"] == "a")
         #expect(a["text"] == "A")
-        let generated = try device.one(device.local(["todoitem", "insert", #"{"text":"no id"}"#]))
+        let generated = try await device.one(device.local(["todoitem", "insert", #"{"text":"no id"}"#]))
         let b = try #require(generated["id"]?.stringValue)
         #expect(!b.isEmpty)
-        let updated = try device.one(device.local(["todoitem", "update", #"{"id":"a","done":true}"#]))
+        let updated = try await device.one(device.local(["todoitem", "update", #"{"id":"a","done":true}"#]))
         #expect(updated["text"] == "A")  // merged, as a PATCH
         #expect(updated["done"] == true)
-        #expect(try device.one(device.local(["todoitem", "get", "a"])) == updated)
-        let listed = try device.lines(device.local(["todoitem", "list"]))
+        #expect(try await device.one(device.local(["todoitem", "get", "a"])) == updated)
+        let listed = try await device.lines(device.local(["todoitem", "list"]))
         #expect(Set(listed.compactMap { $0["id"]?.stringValue }) == ["a", b])
 
         // insert + update is one insert; insert + delete is nothing.
-        try device.lines(device.local(["todoitem", "insert", #"{"id":"c","text":"C"}"#]))
-        let delete = try device.local(["todoitem", "delete", "c"])
+        try await device.lines(device.local(["todoitem", "insert", #"{"id":"c","text":"C"}"#]))
+        let delete = try await device.local(["todoitem", "delete", "c"])
         #expect(delete.status == 0, "\(delete.stderr)")
         #expect(delete.stdout.isEmpty)
-        let pending = try device.lines(device.sync(["pending"]))
+        let pending = try await device.lines(device.sync(["pending"]))
         #expect(pending.map { $0["id"]?.stringValue } == ["a", b])
         #expect(pending.map { $0["kind"] } == ["insert", "insert"])
         #expect(pending.map { $0["state"] } == ["pending", "pending"])
@@ -40,7 +40,7 @@ struct SyncCLITests {
         #expect(sequences.count == 2 && sequences == sequences.sorted())
 
         // get of a row not there exits 4; the refusals exit 1 with error: and change nothing.
-        let missing = try device.local(["todoitem", "get", "c"])
+        let missing = try await device.local(["todoitem", "get", "c"])
         #expect(missing.status == 4)
         #expect(missing.stdout.isEmpty)
         #expect(missing.stderr.hasPrefix("error: "))
@@ -51,71 +51,71 @@ struct SyncCLITests {
             ["delete", "a", "--version", "stale"],
             ["delete", "nope"],
         ] {
-            let run = try device.local(["todoitem"] + refused)
+            let run = try await device.local(["todoitem"] + refused)
             #expect(run.status == 1, "\(refused): \(run.stdout) \(run.stderr)")
             #expect(run.stderr.hasPrefix("error: "), "\(refused)")
         }
-        #expect(try device.one(device.local(["todoitem", "get", "a"])) == updated)
-        #expect(try device.lines(device.sync(["pending"])) == pending)
-        #expect(try device.lines(device.sync(["errors"])).isEmpty)
+        #expect(try await device.one(device.local(["todoitem", "get", "a"])) == updated)
+        #expect(try await device.lines(device.sync(["pending"])) == pending)
+        #expect(try await device.lines(device.sync(["errors"])).isEmpty)
 
         // Another table of the same file is its own.
-        #expect(try device.lines(device.local(["other", "list"])).isEmpty)
+        #expect(try await device.lines(device.local(["other", "list"])).isEmpty)
     }
 
     @Test("push sends the queue in order and prints one line per operation", arguments: protocols, transports)
-    func push(_ version: String, transport: String) throws {
+    func push(_ version: String, transport: String) async throws {
         let server = try TableServer()
         let workspace = try Workspace()
         let device = SyncDevice(
             workspace: workspace, file: "a.sqlite", url: server.url, version: version, transport: transport)
         let online = TableClient(server: server, version: version)
-        try device.lines(device.local(["todoitem", "insert", #"{"id":"p1","text":"one"}"#]))
-        try device.lines(device.local(["todoitem", "insert", #"{"id":"p2","text":"two"}"#]))
-        let run = try device.sync(["push"])
+        try await device.lines(device.local(["todoitem", "insert", #"{"id":"p1","text":"one"}"#]))
+        try await device.lines(device.local(["todoitem", "insert", #"{"id":"p2","text":"two"}"#]))
+        let run = try await device.sync(["push"])
         #expect(run.status == 0, "\(run.stderr)")
         let lines = try device.lines(run)
         #expect(lines.map { $0["id"]?.stringValue } == ["p1", "p2"])
         #expect(lines.allSatisfy { $0["result"] == "ok" && $0["kind"] == "insert" && $0["table"] == "todoitem" })
         #expect(lines.allSatisfy { [200, 201].contains(integer($0["status"])) })
         #expect(lines.allSatisfy { Set($0.keys) == ["sequence", "table", "id", "kind", "status", "result"] })
-        #expect(try device.lines(device.sync(["pending"])).isEmpty)
-        #expect(try online.one(online.run(["get", "p2"]))["text"] == "two")
+        #expect(try await device.lines(device.sync(["pending"])).isEmpty)
+        #expect(try await online.one(online.run(["get", "p2"]))["text"] == "two")
         // The server's answer is stored: the row has its version now.
-        let stored = try device.one(device.local(["todoitem", "get", "p1"]))
+        let stored = try await device.one(device.local(["todoitem", "get", "p1"]))
         #expect(stored[online.name("version")]?.stringValue?.isEmpty == false)
 
         // An update and a delete, then a push with nothing left: no line, exit 0.
-        try device.lines(device.local(["todoitem", "update", #"{"id":"p1","text":"one!"}"#]))
-        try device.lines(device.local(["todoitem", "delete", "p2"]))
-        let second = try device.lines(device.sync(["push"]))
+        try await device.lines(device.local(["todoitem", "update", #"{"id":"p1","text":"one!"}"#]))
+        try await device.lines(device.local(["todoitem", "delete", "p2"]))
+        let second = try await device.lines(device.sync(["push"]))
         #expect(second.map { $0["kind"] } == ["update", "delete"])
         #expect(second.allSatisfy { $0["result"] == "ok" })
-        #expect(try online.one(online.run(["get", "p1"]))["text"] == "one!")
-        #expect(try online.run(["get", "p2"]).status == 4)
-        let empty = try device.sync(["push"])
+        #expect(try await online.one(online.run(["get", "p1"]))["text"] == "one!")
+        #expect(try await online.run(["get", "p2"]).status == 4)
+        let empty = try await device.sync(["push"])
         #expect(empty.status == 0 && empty.stdout.isEmpty, "\(empty.stderr)")
     }
 
     @Test(
         "a conflict made by a second device, settled by each --on-conflict",
         arguments: ["client-wins", "server-wins", "fail"])
-    func conflict(_ rule: String) throws {
+    func conflict(_ rule: String) async throws {
         let server = try TableServer()
         let workspace = try Workspace()
         let online = TableClient(server: server, version: "v2")
         let first = SyncDevice(workspace: workspace, file: "first.sqlite", url: server.url)
         let second = SyncDevice(workspace: workspace, file: "second.sqlite", url: server.url)
-        try first.lines(first.local(["todoitem", "insert", #"{"id":"r","text":"original"}"#]))
-        #expect(try first.sync(["push"]).status == 0)
-        let pulled = try second.one(second.sync(["pull", "todoitem"]))
+        try await first.lines(first.local(["todoitem", "insert", #"{"id":"r","text":"original"}"#]))
+        #expect(try await first.sync(["push"]).status == 0)
+        let pulled = try await second.one(second.sync(["pull", "todoitem"]))
         #expect(pulled["rows"] == 1)
         // Both edit the same version; the first pushes first.
-        try first.lines(first.local(["todoitem", "update", #"{"id":"r","text":"first"}"#]))
-        try second.lines(second.local(["todoitem", "update", #"{"id":"r","text":"second"}"#]))
-        #expect(try first.sync(["push"]).status == 0)
+        try await first.lines(first.local(["todoitem", "update", #"{"id":"r","text":"first"}"#]))
+        try await second.lines(second.local(["todoitem", "update", #"{"id":"r","text":"second"}"#]))
+        #expect(try await first.sync(["push"]).status == 0)
 
-        let run = try second.sync(["push", "--on-conflict", rule])
+        let run = try await second.sync(["push", "--on-conflict", rule])
         let line = try second.one(run, exit: rule == "fail" ? 3 : 0)
         #expect(line["id"] == "r")
         #expect(line["kind"] == "update")
@@ -123,21 +123,21 @@ struct SyncCLITests {
         case "client-wins":
             #expect(run.status == 0, "\(run.stderr)")
             #expect(line["result"] == "resolved")
-            #expect(try online.one(online.run(["get", "r"]))["text"] == "second")
-            #expect(try second.lines(second.sync(["pending"])).isEmpty)
+            #expect(try await online.one(online.run(["get", "r"]))["text"] == "second")
+            #expect(try await second.lines(second.sync(["pending"])).isEmpty)
         case "server-wins":
             #expect(run.status == 0, "\(run.stderr)")
             #expect(line["result"] == "resolved")
-            #expect(try online.one(online.run(["get", "r"]))["text"] == "first")
-            #expect(try second.one(second.local(["todoitem", "get", "r"]))["text"] == "first")
-            #expect(try second.lines(second.sync(["pending"])).isEmpty)
+            #expect(try await online.one(online.run(["get", "r"]))["text"] == "first")
+            #expect(try await second.one(second.local(["todoitem", "get", "r"]))["text"] == "first")
+            #expect(try await second.lines(second.sync(["pending"])).isEmpty)
         default:
             #expect(run.status == 3, "\(run.stdout) \(run.stderr)")
             #expect(line["result"] == "conflict")
             #expect(line["status"] == 412)
-            let pending = try second.one(second.sync(["pending"]))
+            let pending = try await second.one(second.sync(["pending"]))
             #expect(pending["state"] == "failed")
-            let error = try second.one(second.sync(["errors"]))
+            let error = try await second.one(second.sync(["errors"]))
             #expect(error["status"] == 412)
             #expect(error["id"] == "r")
             guard case .object(let serverItem)? = error["serverItem"] else {
@@ -145,27 +145,27 @@ struct SyncCLITests {
                 return
             }
             #expect(serverItem["text"] == "first")
-            #expect(try online.one(online.run(["get", "r"]))["text"] == "first")
+            #expect(try await online.one(online.run(["get", "r"]))["text"] == "first")
             // A pull whose push first fails exits as that push would, and prints its line.
-            let pull = try second.sync(["pull", "todoitem"])
+            let pull = try await second.sync(["pull", "todoitem"])
             #expect(try second.one(pull, exit: 3)["result"] == "conflict")
-            #expect(try second.one(second.local(["todoitem", "get", "r"]))["text"] == "second")
+            #expect(try await second.one(second.local(["todoitem", "get", "r"]))["text"] == "second")
         }
     }
 
     @Test(
         "pull with a query id brings only changes; deleted rows go; a filter narrows it", arguments: protocols,
         transports)
-    func incrementalPull(_ version: String, transport: String) throws {
+    func incrementalPull(_ version: String, transport: String) async throws {
         let server = try TableServer()
         let workspace = try Workspace()
         let online = TableClient(server: server, version: version)
         let device = SyncDevice(
             workspace: workspace, file: "a.sqlite", url: server.url, version: version, transport: transport)
         for n in 1...5 {
-            _ = try online.one(online.run(["insert", #"{"id":"r\#(n)","n":\#(n)}"#]))
+            _ = try await online.one(online.run(["insert", #"{"id":"r\#(n)","n":\#(n)}"#]))
         }
-        let firstRun = try device.sync(["pull", "todoitem", "--query-id", "all", "--page-size", "2"])
+        let firstRun = try await device.sync(["pull", "todoitem", "--query-id", "all", "--page-size", "2"])
         let first = try device.one(firstRun)
         // Progress on stderr, a line per page: a pull by key asks for --page-size rows in every
         // protocol (v3 too), and once more after the last row.
@@ -180,169 +180,171 @@ struct SyncCLITests {
         #expect(first["skipped"] == 0)
         #expect(first["token"]?.stringValue?.isEmpty == false)
         #expect(Set(first.keys) == ["table", "pages", "rows", "deleted", "skipped", "token"])
-        #expect(try device.lines(device.local(["todoitem", "list"])).count == 5)
+        #expect(try await device.lines(device.local(["todoitem", "list"])).count == 5)
 
         // Nothing changed: at most the newest row again (v1 and v2 ask with ge; v3's gt compares
         // at the millisecond precision of its date literal, the server keeps microseconds).
-        let again = try device.one(device.sync(["pull", "todoitem", "--query-id", "all"]))
+        let again = try await device.one(device.sync(["pull", "todoitem", "--query-id", "all"]))
         #expect((integer(again["rows"]) ?? 99) <= 1)
         #expect(again["deleted"] == 0)
         #expect(again["token"] == first["token"])
 
         // A change and a delete on the server: the next pull brings just those.
-        _ = try online.one(online.run(["update", #"{"id":"r2","n":20}"#]))
-        #expect(try online.run(["delete", "r3"]).status == 0)
-        let changes = try device.one(device.sync(["pull", "todoitem", "--query-id", "all"]))
+        _ = try await online.one(online.run(["update", #"{"id":"r2","n":20}"#]))
+        #expect(try await online.run(["delete", "r3"]).status == 0)
+        let changes = try await device.one(device.sync(["pull", "todoitem", "--query-id", "all"]))
         let rows = integer(changes["rows"]) ?? 0
         #expect(rows >= 2 && rows <= 3)
         #expect(changes["deleted"] == 1)
-        let local = try device.lines(device.local(["todoitem", "list"]))
+        let local = try await device.lines(device.local(["todoitem", "list"]))
         #expect(Set(local.compactMap { $0["id"]?.stringValue }) == ["r1", "r2", "r4", "r5"])
-        #expect(try device.one(device.local(["todoitem", "get", "r2"]))["n"] == 20)
+        #expect(try await device.one(device.local(["todoitem", "get", "r2"]))["n"] == 20)
 
         // Without a query id a pull is a full read of the query; a filter narrows it.
         let other = SyncDevice(workspace: workspace, file: "b.sqlite", url: server.url, version: version)
-        let filtered = try other.one(other.sync(["pull", "todoitem", "--filter", "n ge 4"]))
+        let filtered = try await other.one(other.sync(["pull", "todoitem", "--filter", "n ge 4"]))
         #expect(filtered["rows"] == 3)  // r2 (n is 20 now), r4, r5
         #expect(filtered["token"] == .null)
-        let narrowed = try other.lines(other.local(["todoitem", "list"]))
+        let narrowed = try await other.lines(other.local(["todoitem", "list"]))
         #expect(Set(narrowed.compactMap { $0["id"]?.stringValue }) == ["r2", "r4", "r5"])
     }
 
     @Test("a pull with local changes pushes them first; purge is refused with operations queued, then forced")
-    func pullPushesFirstAndPurge() throws {
+    func pullPushesFirstAndPurge() async throws {
         let server = try TableServer()
         let workspace = try Workspace()
         let online = TableClient(server: server, version: "v2")
         let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: server.url)
-        _ = try online.one(online.run(["insert", #"{"id":"s","text":"server"}"#]))
-        try device.lines(device.local(["todoitem", "insert", #"{"id":"l","text":"local"}"#]))
-        let pull = try device.sync(["pull", "todoitem", "--query-id", "q"])
+        _ = try await online.one(online.run(["insert", #"{"id":"s","text":"server"}"#]))
+        try await device.lines(device.local(["todoitem", "insert", #"{"id":"l","text":"local"}"#]))
+        let pull = try await device.sync(["pull", "todoitem", "--query-id", "q"])
         #expect(pull.status == 0, "\(pull.stderr)")
         #expect(try device.one(pull)["rows"] == 2)
-        #expect(try device.lines(device.sync(["pending"])).isEmpty)
-        #expect(try online.one(online.run(["get", "l"]))["text"] == "local")
-        #expect(try device.lines(device.local(["todoitem", "list"])).count == 2)
+        #expect(try await device.lines(device.sync(["pending"])).isEmpty)
+        #expect(try await online.one(online.run(["get", "l"]))["text"] == "local")
+        #expect(try await device.lines(device.local(["todoitem", "list"])).count == 2)
 
-        try device.lines(device.local(["todoitem", "update", #"{"id":"s","text":"edited"}"#]))
-        let refused = try device.sync(["purge", "todoitem"])
+        try await device.lines(device.local(["todoitem", "update", #"{"id":"s","text":"edited"}"#]))
+        let refused = try await device.sync(["purge", "todoitem"])
         #expect(refused.status == 1)
         #expect(refused.stderr.hasPrefix("error: "))
-        #expect(try device.lines(device.sync(["pending"])).count == 1)
-        #expect(try device.lines(device.local(["todoitem", "list"])).count == 2)
+        #expect(try await device.lines(device.sync(["pending"])).count == 1)
+        #expect(try await device.lines(device.local(["todoitem", "list"])).count == 2)
 
         // Purging one query only resets its token: the next pull of it reads everything again.
-        let purgeQuery = try device.sync(["purge", "todoitem", "--query-id", "q"])
+        let purgeQuery = try await device.sync(["purge", "todoitem", "--query-id", "q"])
         #expect(purgeQuery.status == 0, "\(purgeQuery.stderr)")
 
         // purge needs no --url.
-        let forced = try CLI.run(["sync", "--store", device.path, "purge", "todoitem", "--force"])
+        let forced = try await CLI.run(["sync", "--store", device.path, "purge", "todoitem", "--force"])
         #expect(forced.status == 0, "\(forced.stderr)")
         #expect(forced.stdout.isEmpty)
-        #expect(try device.lines(device.sync(["pending"])).isEmpty)
-        #expect(try device.lines(device.local(["todoitem", "list"])).isEmpty)
-        let full = try device.one(device.sync(["pull", "todoitem", "--query-id", "q"]))
+        #expect(try await device.lines(device.sync(["pending"])).isEmpty)
+        #expect(try await device.lines(device.local(["todoitem", "list"])).isEmpty)
+        let full = try await device.one(device.sync(["pull", "todoitem", "--query-id", "q"]))
         #expect(full["rows"] == 2)
-        #expect(try device.one(device.local(["todoitem", "get", "s"]))["text"] == "server")
+        #expect(try await device.one(device.local(["todoitem", "get", "s"]))["text"] == "server")
     }
 
     @Test(
         "reconcile removes the rows the server no longer has, never rows with queued changes",
         arguments: ["listing", "get"])
-    func reconcile(_ method: String) throws {
+    func reconcile(_ method: String) async throws {
         let workspace = try Workspace()
         let before = try TableServer()
         let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: before.url)
         let online = TableClient(server: before, version: "v2")
-        for id in ["r1", "r2", "r3"] { _ = try online.one(online.run(["insert", #"{"id":"\#(id)","text":"t"}"#])) }
-        #expect(try device.one(device.sync(["pull", "todoitem", "--query-id", "all"]))["rows"] == 3)
-        try device.lines(device.local(["todoitem", "insert", #"{"id":"mine","text":"not pushed"}"#]))
+        for id in ["r1", "r2", "r3"] {
+            _ = try await online.one(online.run(["insert", #"{"id":"\#(id)","text":"t"}"#]))
+        }
+        #expect(try await device.one(device.sync(["pull", "todoitem", "--query-id", "all"]))["rows"] == 3)
+        try await device.lines(device.local(["todoitem", "insert", #"{"id":"mine","text":"not pushed"}"#]))
 
         // The same table, where r2 is gone for good (hard-deleted: no pull ever hears of it).
         let after = try TableServer()
         let now = TableClient(server: after, version: "v2")
-        for id in ["r1", "r3"] { _ = try now.one(now.run(["insert", #"{"id":"\#(id)","text":"t"}"#])) }
+        for id in ["r1", "r3"] { _ = try await now.one(now.run(["insert", #"{"id":"\#(id)","text":"t"}"#])) }
         let moved = SyncDevice(workspace: workspace, file: "a.sqlite", url: after.url)
         var arguments = ["reconcile", "todoitem"]
         if method != "listing" { arguments += ["--by", method] }
-        let result = try moved.one(moved.sync(arguments))
+        let result = try await moved.one(moved.sync(arguments))
         #expect(result == ["table": "todoitem", "checked": 3, "removed": 1])
         #expect(result.keys == ["table", "checked", "removed"])
-        let local = try moved.lines(moved.local(["todoitem", "list"]))
+        let local = try await moved.lines(moved.local(["todoitem", "list"]))
         #expect(Set(local.compactMap { $0["id"]?.stringValue }) == ["r1", "r3", "mine"])
-        #expect(try moved.lines(moved.sync(["pending"])).map { $0["id"] } == ["mine"])
+        #expect(try await moved.lines(moved.sync(["pending"])).map { $0["id"] } == ["mine"])
     }
 
     @Test("--server-ids: rows made offline get local ids, replaced by the server's on push")
-    func serverAssignedIDs() throws {
+    func serverAssignedIDs() async throws {
         let server = try TableServer()
         let workspace = try Workspace()
         let online = TableClient(server: server, version: "v2")
         let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: server.url)
-        let first = try device.one(device.local(["--server-ids", "todoitem", "insert", #"{"text":"one"}"#]))
+        let first = try await device.one(device.local(["--server-ids", "todoitem", "insert", #"{"text":"one"}"#]))
         let localID = try #require(first["id"]?.stringValue)
         #expect(localID.hasPrefix("local-"))
         // The store remembers the table's choice: the flag is not needed again.
-        let second = try device.one(device.local(["todoitem", "insert", #"{"text":"two"}"#]))
+        let second = try await device.one(device.local(["todoitem", "insert", #"{"text":"two"}"#]))
         #expect(second["id"]?.stringValue?.hasPrefix("local-") == true)
         // Another table is not concerned.
-        let other = try device.one(device.local(["other", "insert", #"{"text":"x"}"#]))
+        let other = try await device.one(device.local(["other", "insert", #"{"text":"x"}"#]))
         #expect(other["id"]?.stringValue?.hasPrefix("local-") == false)
-        #expect(try CLI.run(["sync", "--store", device.path, "purge", "other", "--force"]).status == 0)
+        #expect(try await CLI.run(["sync", "--store", device.path, "purge", "other", "--force"]).status == 0)
 
-        let push = try device.lines(device.sync(["push"]))
+        let push = try await device.lines(device.sync(["push"]))
         #expect(push.count == 2)
         #expect(push.allSatisfy { $0["result"] == "ok" })
-        #expect(try device.lines(device.sync(["pending"])).isEmpty)
+        #expect(try await device.lines(device.sync(["pending"])).isEmpty)
         // The local id still finds the row, now under the server's id.
-        let pushed = try device.one(device.local(["todoitem", "get", localID]))
+        let pushed = try await device.one(device.local(["todoitem", "get", localID]))
         let serverID = try #require(pushed["id"]?.stringValue)
         #expect(!serverID.hasPrefix("local-"))
         #expect(pushed["text"] == "one")
-        #expect(try online.one(online.run(["get", serverID]))["text"] == "one")
-        let listed = try device.lines(device.local(["todoitem", "list"]))
+        #expect(try await online.one(online.run(["get", serverID]))["text"] == "one")
+        let listed = try await device.lines(device.local(["todoitem", "list"]))
         #expect(listed.count == 2)
         #expect(listed.allSatisfy { $0["id"]?.stringValue?.hasPrefix("local-") == false })
     }
 
     @Test("a server that is down or answers 401: exit 4, and every operation is still queued", arguments: transports)
-    func serverDownKeepsTheQueue(_ transport: String) throws {
+    func serverDownKeepsTheQueue(_ transport: String) async throws {
         let workspace = try Workspace()
         let down = try TinyServer(status: "200 OK", body: "{}")
         down.stop()
         let device = SyncDevice(workspace: workspace, file: "a.sqlite", url: down.url, transport: transport)
-        try device.lines(device.local(["todoitem", "insert", #"{"id":"a","text":"A"}"#]))
-        try device.lines(device.local(["todoitem", "insert", #"{"id":"b","text":"B"}"#]))
-        let push = try device.sync(["push"])
+        try await device.lines(device.local(["todoitem", "insert", #"{"id":"a","text":"A"}"#]))
+        try await device.lines(device.local(["todoitem", "insert", #"{"id":"b","text":"B"}"#]))
+        let push = try await device.sync(["push"])
         #expect(push.stderr.hasPrefix("error: "))
         let line = try device.one(push, exit: 4)
         #expect(line["id"] == "a")
         #expect(line["status"] == .null)
         #expect(line["result"] == "error")
-        let pending = try device.lines(device.sync(["pending"]))
+        let pending = try await device.lines(device.sync(["pending"]))
         #expect(pending.map { $0["id"]?.stringValue } == ["a", "b"])
         #expect(pending.map { $0["state"] } == ["attempted", "pending"])
         // A pull pushes first: that push is aborted, and so is the pull.
-        let pull = try device.sync(["pull", "todoitem"])
+        let pull = try await device.sync(["pull", "todoitem"])
         #expect(pull.status == 4, "\(pull.stdout) \(pull.stderr)")
         // A pull of a table with nothing queued meets the server itself: aborted too.
-        let other = try device.sync(["pull", "other"])
+        let other = try await device.sync(["pull", "other"])
         #expect(other.status == 4, "\(other.stdout) \(other.stderr)")
 
         let unauthorized = try TinyServer(status: "401 Unauthorized", body: #"{"error":"no"}"#)
         defer { unauthorized.stop() }
         let refused = SyncDevice(workspace: workspace, file: "a.sqlite", url: unauthorized.url, transport: transport)
-        let push401 = try refused.sync(["push"])
+        let push401 = try await refused.sync(["push"])
         #expect(push401.status == 4, "\(push401.stdout) \(push401.stderr)")
-        #expect(try refused.lines(refused.sync(["pending"])).count == 2)
-        let pull401 = try refused.sync(["pull", "other"])
+        #expect(try await refused.lines(refused.sync(["pending"])).count == 2)
+        let pull401 = try await refused.sync(["pull", "other"])
         #expect(pull401.status == 4, "\(pull401.stdout) \(pull401.stderr)")
         #expect(pull401.stdout.isEmpty)
     }
 
     @Test("the help names the verbs, the options and the exit codes")
-    func help() throws {
-        let sync = try CLI.run(["sync", "--help"])
+    func help() async throws {
+        let sync = try await CLI.run(["sync", "--help"])
         #expect(sync.status == 0)
         for word in [
             "push", "pull", "reconcile", "purge", "pending", "errors", "cancel", "settle", "uncertain", "--on-conflict",
@@ -350,7 +352,7 @@ struct SyncCLITests {
         ] {
             #expect(sync.stdout.contains(word), "sync --help: \(word)")
         }
-        let local = try CLI.run(["local", "--help"])
+        let local = try await CLI.run(["local", "--help"])
         #expect(local.status == 0)
         for word in ["insert", "update", "delete", "get", "list", "--server-ids", "--store", "Exit codes"] {
             #expect(local.stdout.contains(word), "local --help: \(word)")
@@ -380,21 +382,21 @@ struct SyncCLITests {
             ["sync", "--store", "x.sqlite", "reconcile", "t"],  // no --url
             ["sync", "--store", "x.sqlite", "pending", "extra"],
         ])
-    func usageErrors(_ arguments: [String]) throws {
+    func usageErrors(_ arguments: [String]) async throws {
         let workspace = try Workspace()
-        let run = try workspace.run(arguments)
+        let run = try await workspace.run(arguments)
         #expect(run.status == 2, "\(arguments): \(run.stdout) \(run.stderr)")
         #expect(run.stdout.isEmpty, "\(arguments)")
         // Nothing is queued by a refused command.
-        let pending = try workspace.run(["sync", "--store", "x.sqlite", "pending"])
+        let pending = try await workspace.run(["sync", "--store", "x.sqlite", "pending"])
         #expect(pending.status == 0 && pending.stdout.isEmpty, "\(pending.stderr)")
     }
 
     @Test("a file that is not a store: exit 1, left as it was")
-    func notAStore() throws {
+    func notAStore() async throws {
         let workspace = try Workspace()
         try workspace.write("notes.txt", "not a database, just text\n")
-        let run = try workspace.run(["local", "--store", "notes.txt", "todoitem", "list"])
+        let run = try await workspace.run(["local", "--store", "notes.txt", "todoitem", "list"])
         #expect(run.status == 1, "\(run.stdout) \(run.stderr)")
         #expect(run.stderr.hasPrefix("error: "))
         let text = try String(contentsOf: workspace.url.appendingPathComponent("notes.txt"), encoding: .utf8)
@@ -413,12 +415,12 @@ struct SyncDevice {
 
     var path: String { workspace.url.appendingPathComponent(file).path }
 
-    func local(_ arguments: [String]) throws -> CLIRun {
-        try CLI.run(["local", "--store", path, "--protocol", version] + arguments)
+    func local(_ arguments: [String]) async throws -> CLIRun {
+        try await CLI.run(["local", "--store", path, "--protocol", version] + arguments)
     }
 
-    func sync(_ arguments: [String]) throws -> CLIRun {
-        try CLI.run(
+    func sync(_ arguments: [String]) async throws -> CLIRun {
+        try await CLI.run(
             ["sync", "--store", path, "--url", url, "--protocol", version] + transportOption(transport) + arguments)
     }
 

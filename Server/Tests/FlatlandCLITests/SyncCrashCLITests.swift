@@ -45,19 +45,19 @@ struct SyncCrashCLITests {
         #expect(process.terminationReason == .uncaughtSignal, "the pull ended before it was killed: \(progress)")
 
         // What the killed pull committed is whole pages: rows each once, a token that matches.
-        let partial = try device.lines(device.local(["todoitem", "list"]))
+        let partial = try await device.lines(device.local(["todoitem", "list"]))
         #expect(partial.count >= 10 && partial.count < SyncCrashCLITests.rows, "\(partial.count) rows")
         #expect(Set(partial.compactMap { $0["id"]?.stringValue }).count == partial.count)
 
-        let resumed = try device.one(device.sync(["pull", "todoitem", "--query-id", "all"]))
+        let resumed = try await device.one(device.sync(["pull", "todoitem", "--query-id", "all"]))
         // Resumed from the token, not from the start.
         #expect((integer(resumed["rows"]) ?? 0) < SyncCrashCLITests.rows + 10 - partial.count + 10)
-        let all = try device.lines(device.local(["todoitem", "list"]))
+        let all = try await device.lines(device.local(["todoitem", "list"]))
         let ids = all.compactMap { $0["id"]?.stringValue }
         #expect(ids.count == SyncCrashCLITests.rows)
         #expect(Set(ids) == Set((0..<SyncCrashCLITests.rows).map { String(format: "row%04d", $0) }))
         #expect(all.allSatisfy { $0["n"] != nil })
-        #expect(try device.lines(device.sync(["pending"])).isEmpty)
+        #expect(try await device.lines(device.sync(["pending"])).isEmpty)
     }
 
     /// Inserts `rows` rows `row0000…` through the table API, a few at a time.

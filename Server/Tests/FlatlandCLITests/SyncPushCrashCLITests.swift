@@ -50,21 +50,21 @@ struct SyncPushCrashCLITests {
         #expect(process.terminationReason == .uncaughtSignal, "the push ended before it was killed: \(progress)")
 
         // Some of the queue is gone (sent), the rest is still there, the one in flight attempted.
-        let left = try device.lines(device.sync(["pending"]))
+        let left = try await device.lines(device.sync(["pending"]))
         #expect(left.count > 0 && left.count <= SyncPushCrashCLITests.rows - 40, "\(left.count) left")
 
-        let pushed = try device.lines(device.sync(["push"]))
+        let pushed = try await device.lines(device.sync(["push"]))
         #expect(pushed.count == left.count)
         #expect(pushed.allSatisfy { $0["result"]?.stringValue == "ok" })
-        #expect(try device.lines(device.sync(["pending"])).isEmpty)
+        #expect(try await device.lines(device.sync(["pending"])).isEmpty)
 
         // Another device reads the server: every row exactly once.
         let reader = SyncDevice(workspace: workspace, file: "reader.sqlite", url: server.url)
         // Pages of the server's v2 size (50): a larger $top gets 50 rows and a Link header, which
         // the v2 pull does not follow yet.
-        let pulled = try reader.one(reader.sync(["pull", "todoitem", "--page-size", "50"]))
+        let pulled = try await reader.one(reader.sync(["pull", "todoitem", "--page-size", "50"]))
         #expect(integer(pulled["rows"]) == SyncPushCrashCLITests.rows)
-        let all = try reader.lines(reader.local(["todoitem", "list"]))
+        let all = try await reader.lines(reader.local(["todoitem", "list"]))
         let seen = all.compactMap { $0["id"]?.stringValue }
         #expect(seen.count == SyncPushCrashCLITests.rows && Set(seen) == Set(ids))
     }

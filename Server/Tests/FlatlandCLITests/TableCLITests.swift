@@ -15,161 +15,162 @@ struct TableCLITests {
     static let protocols = ["v1", "v2", "v3"]
 
     @Test("insert, get, then list with a raw filter whose quote is doubled", arguments: protocols, transports)
-    func insertGetList(_ version: String, transport: String) throws {
+    func insertGetList(_ version: String, transport: String) async throws {
         let server = try TableServer()
         let client = TableClient(server: server, version: version, transport: transport)
-        let inserted = try client.one(client.run(["insert", #"{"id":"r1","text":"O'Hara","complete":false}"#]))
+        let inserted = try await client.one(client.run(["insert", #"{"id":"r1","text":"O'Hara","complete":false}"#]))
         #expect(inserted["id"] == "r1")
         #expect(inserted["text"] == "O'Hara")
         #expect(inserted.keys.first == "id")
         #expect(inserted[client.name("version")]?.stringValue?.isEmpty == false)
-        _ = try client.one(client.run(["insert", #"{"id":"r2","text":"Smith","complete":true}"#]))
+        _ = try await client.one(client.run(["insert", #"{"id":"r2","text":"Smith","complete":true}"#]))
 
-        let got = try client.one(client.run(["get", "r1"]))
+        let got = try await client.one(client.run(["get", "r1"]))
         #expect(got == inserted)
 
-        let all = try client.rows(client.run(["list"]))
+        let all = try await client.rows(client.run(["list"]))
         #expect(Set(all.compactMap { $0["id"]?.stringValue }) == ["r1", "r2"])
-        let filtered = try client.rows(client.run(["list", "--filter", "text eq 'O''Hara'"]))
+        let filtered = try await client.rows(client.run(["list", "--filter", "text eq 'O''Hara'"]))
         #expect(filtered == [inserted])
 
         // A row without an id gets one of 32 lowercase hex digits.
-        let generated = try client.one(client.run(["insert", #"{"text":"no id"}"#]))
+        let generated = try await client.one(client.run(["insert", #"{"text":"no id"}"#]))
         let id = try #require(generated["id"]?.stringValue)
         #expect(id.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase })
-        #expect(try client.one(client.run(["get", id])) == generated)
+        #expect(try await client.one(client.run(["get", id])) == generated)
     }
 
     @Test("list reads every page, each row once and in order", arguments: protocols, transports)
-    func paging(_ version: String, transport: String) throws {
+    func paging(_ version: String, transport: String) async throws {
         let server = try TableServer()
         let client = TableClient(server: server, version: version, transport: transport)
         let count = 57
         for n in 0..<count {
-            let run = try client.run(["insert", #"{"id":"p\#(n)","n":\#(n)}"#])
+            let run = try await client.run(["insert", #"{"id":"p\#(n)","n":\#(n)}"#])
             #expect(run.status == 0, "\(run.stderr)")
         }
-        let ordered = try client.rows(client.run(["list", "--order-by", "n"]))
+        let ordered = try await client.rows(client.run(["list", "--order-by", "n"]))
         #expect(ordered.map { $0["n"] } == (0..<count).map { .number(JSONNumber($0)) })
-        let unordered = try client.rows(client.run(["list"]))
+        let unordered = try await client.rows(client.run(["list"]))
         let ids = unordered.compactMap { $0["id"]?.stringValue }
         #expect(ids.count == count)
         #expect(Set(ids) == Set((0..<count).map { "p\($0)" }))
 
-        let window = try client.rows(client.run(["list", "--order-by", "n desc", "--top", "3", "--skip", "1"]))
+        let window = try await client.rows(client.run(["list", "--order-by", "n desc", "--top", "3", "--skip", "1"]))
         #expect(window.map { $0["n"] } == [55, 54, 53].map { .number(JSONNumber($0)) })
-        let pastFirstPage = try client.rows(client.run(["list", "--order-by", "n", "--skip", "50"]))
+        let pastFirstPage = try await client.rows(client.run(["list", "--order-by", "n", "--skip", "50"]))
         #expect(pastFirstPage.map { $0["n"] } == (50..<count).map { .number(JSONNumber($0)) })
     }
 
     @Test("several --order-by terms, and --select", arguments: protocols)
-    func orderAndSelect(_ version: String) throws {
+    func orderAndSelect(_ version: String) async throws {
         let server = try TableServer()
         let client = TableClient(server: server, version: version)
         for (id, g, n) in [("a", 1, 1), ("b", 2, 1), ("c", 1, 2), ("d", 2, 2)] {
-            _ = try client.one(client.run(["insert", #"{"id":"\#(id)","g":\#(g),"n":\#(n),"text":"t"}"#]))
+            _ = try await client.one(client.run(["insert", #"{"id":"\#(id)","g":\#(g),"n":\#(n),"text":"t"}"#]))
         }
-        let ordered = try client.rows(client.run(["list", "--order-by", "g desc", "--order-by", "n"]))
+        let ordered = try await client.rows(client.run(["list", "--order-by", "g desc", "--order-by", "n"]))
         #expect(ordered.compactMap { $0["id"]?.stringValue } == ["b", "d", "a", "c"])
-        let reversed = try client.rows(client.run(["list", "--order-by", "n desc", "--order-by", "g desc"]))
+        let reversed = try await client.rows(client.run(["list", "--order-by", "n desc", "--order-by", "g desc"]))
         #expect(reversed.compactMap { $0["id"]?.stringValue } == ["d", "c", "b", "a"])
 
-        let selected = try client.rows(client.run(["list", "--select", "n,text", "--order-by", "n", "--top", "2"]))
+        let selected = try await client.rows(
+            client.run(["list", "--select", "n,text", "--order-by", "n", "--top", "2"]))
         #expect(selected.count == 2)
         for row in selected { #expect(Set(row.keys) == ["id", "n", "text"]) }
     }
 
     @Test("a deleted row shows with --include-deleted only; get of it exits 4", arguments: protocols)
-    func includeDeleted(_ version: String) throws {
+    func includeDeleted(_ version: String) async throws {
         let server = try TableServer()
         let client = TableClient(server: server, version: version)
-        _ = try client.one(client.run(["insert", #"{"id":"x","text":"gone soon"}"#]))
-        _ = try client.one(client.run(["insert", #"{"id":"y","text":"stays"}"#]))
-        let delete = try client.run(["delete", "x"])
+        _ = try await client.one(client.run(["insert", #"{"id":"x","text":"gone soon"}"#]))
+        _ = try await client.one(client.run(["insert", #"{"id":"y","text":"stays"}"#]))
+        let delete = try await client.run(["delete", "x"])
         #expect(delete.status == 0, "\(delete.stderr)")
         #expect(delete.stdout.isEmpty)
 
-        let live = try client.rows(client.run(["list"]))
+        let live = try await client.rows(client.run(["list"]))
         #expect(live.compactMap { $0["id"]?.stringValue } == ["y"])
-        let all = try client.rows(client.run(["list", "--include-deleted", "--order-by", "id"]))
+        let all = try await client.rows(client.run(["list", "--include-deleted", "--order-by", "id"]))
         #expect(all.compactMap { $0["id"]?.stringValue } == ["x", "y"])
         #expect(all.first?[client.name("deleted")] == true)
         #expect(all.last?[client.name("deleted")] == false)
 
-        let get = try client.run(["get", "x"])
+        let get = try await client.run(["get", "x"])
         #expect(get.status == 4)
         #expect(get.stdout.isEmpty)
     }
 
     @Test("update with the current version, then with a stale one: exit 3 and the server's row", arguments: protocols)
-    func updateConcurrency(_ version: String) throws {
+    func updateConcurrency(_ version: String) async throws {
         let server = try TableServer()
         let client = TableClient(server: server, version: version)
         let versionName = client.name("version")
-        let first = try client.one(client.run(["insert", #"{"id":"u","text":"a"}"#]))
+        let first = try await client.one(client.run(["insert", #"{"id":"u","text":"a"}"#]))
         let v0 = try #require(first[versionName]?.stringValue)
 
-        let updated = try client.one(
+        let updated = try await client.one(
             client.run(["update", #"{"id":"u","text":"b","\#(versionName)":"\#(v0)"}"#]))
         #expect(updated["text"] == "b")
         let v1 = try #require(updated[versionName]?.stringValue)
         #expect(v1 != v0)
 
-        let stale = try client.run(["update", #"{"id":"u","text":"c","\#(versionName)":"\#(v0)"}"#])
+        let stale = try await client.run(["update", #"{"id":"u","text":"c","\#(versionName)":"\#(v0)"}"#])
         #expect(stale.status == 3)
         try expectConflictLine(stale, status: 412, serverItem: updated)
-        #expect(try client.one(client.run(["get", "u"]))["text"] == "b")
+        #expect(try await client.one(client.run(["get", "u"]))["text"] == "b")
 
-        let missing = try client.run(["update", #"{"id":"nope","text":"c"}"#])
+        let missing = try await client.run(["update", #"{"id":"nope","text":"c"}"#])
         #expect(missing.status == 1)
         #expect(missing.stderr.hasPrefix("error: "))
     }
 
     @Test("insert of an existing id: exit 3 and the 409 line with the existing row", arguments: protocols)
-    func insertExisting(_ version: String) throws {
+    func insertExisting(_ version: String) async throws {
         let server = try TableServer()
         let client = TableClient(server: server, version: version)
-        let row = try client.one(client.run(["insert", #"{"id":"e","text":"first"}"#]))
-        let again = try client.run(["insert", #"{"id":"e","text":"second"}"#])
+        let row = try await client.one(client.run(["insert", #"{"id":"e","text":"first"}"#]))
+        let again = try await client.run(["insert", #"{"id":"e","text":"second"}"#])
         #expect(again.status == 3)
         try expectConflictLine(again, status: 409, serverItem: row)
     }
 
     @Test("get of a missing id exits 4; delete with --version sends If-Match", arguments: protocols)
-    func getMissingAndDeleteWithVersion(_ version: String) throws {
+    func getMissingAndDeleteWithVersion(_ version: String) async throws {
         let server = try TableServer()
         let client = TableClient(server: server, version: version)
-        let missing = try client.run(["get", "nowhere"])
+        let missing = try await client.run(["get", "nowhere"])
         #expect(missing.status == 4)
         #expect(missing.stdout.isEmpty)
-        let deleteMissing = try client.run(["delete", "nowhere"])
+        let deleteMissing = try await client.run(["delete", "nowhere"])
         #expect(deleteMissing.status == 1)
         #expect(deleteMissing.stderr.hasPrefix("error: "))
 
         let versionName = client.name("version")
-        let row = try client.one(client.run(["insert", #"{"id":"d","text":"a"}"#]))
+        let row = try await client.one(client.run(["insert", #"{"id":"d","text":"a"}"#]))
         let v0 = try #require(row[versionName]?.stringValue)
-        let updated = try client.one(client.run(["update", #"{"id":"d","text":"b"}"#]))
+        let updated = try await client.one(client.run(["update", #"{"id":"d","text":"b"}"#]))
         let v1 = try #require(updated[versionName]?.stringValue)
 
-        let stale = try client.run(["delete", "d", "--version", v0])
+        let stale = try await client.run(["delete", "d", "--version", v0])
         #expect(stale.status == 3)
         try expectConflictLine(stale, status: 412, serverItem: updated)
-        let delete = try client.run(["delete", "d", "--version", v1])
+        let delete = try await client.run(["delete", "d", "--version", v1])
         #expect(delete.status == 0, "\(delete.stderr)")
         #expect(delete.stdout.isEmpty)
-        #expect(try client.run(["get", "d"]).status == 4)
+        #expect(try await client.run(["get", "d"]).status == 4)
     }
 
     @Test(
         "v1 with --system-properties: the rows carry those and no other system property",
         arguments: ["updatedAt,deleted", "__updatedAt,__deleted"])
-    func v1SystemProperties(_ list: String) throws {
+    func v1SystemProperties(_ list: String) async throws {
         let server = try TableServer()
         let client = TableClient(server: server, version: "v1", systemProperties: list)
-        let inserted = try client.one(client.run(["insert", #"{"id":"s","text":"a"}"#]))
-        let got = try client.one(client.run(["get", "s"]))
-        let listed = try client.rows(client.run(["list"]))
+        let inserted = try await client.one(client.run(["insert", #"{"id":"s","text":"a"}"#]))
+        let got = try await client.one(client.run(["get", "s"]))
+        let listed = try await client.rows(client.run(["list"]))
         #expect(listed.count == 1)
         for row in [inserted, got] + listed {
             #expect(Set(row.keys.filter { $0.hasPrefix("__") }) == ["__updatedAt", "__deleted"], "\(row)")
@@ -177,17 +178,17 @@ struct TableCLITests {
         }
         // Without the option a v1 server sends no system property at all.
         let plain = TableClient(server: server, version: "v1", systemProperties: nil)
-        let bare = try plain.one(plain.run(["get", "s"]))
+        let bare = try await plain.one(plain.run(["get", "s"]))
         #expect(Set(bare.keys) == ["id", "text"])
     }
 
     @Test("--app-key and --system-properties reach the server", arguments: protocols)
-    func appKeyHeader(_ version: String) throws {
+    func appKeyHeader(_ version: String) async throws {
         let server = try TinyServer(status: "200 OK", body: "[]")
         defer { server.stop() }
         var options = ["--url", server.url, "--protocol", version, "--app-key", "s3cret"]
         if version == "v1" { options += ["--system-properties", "updatedAt,deleted"] }
-        let run = try CLI.run(["table"] + options + ["todoitem", "list"])
+        let run = try await CLI.run(["table"] + options + ["todoitem", "list"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.isEmpty)
         let head = try #require(server.requests.first).lowercased()
@@ -202,11 +203,12 @@ struct TableCLITests {
     }
 
     @Test("a server error (5xx) exits 1 with error: on stderr", arguments: transports)
-    func serverError(_ transport: String) throws {
+    func serverError(_ transport: String) async throws {
         let server = try TinyServer(status: "500 Internal Server Error", body: #"{"error":"boom"}"#)
         defer { server.stop() }
         for verb in [["list"], ["get", "a"], ["insert", "{}"], ["delete", "a"]] {
-            let run = try CLI.run(["table", "--url", server.url] + transportOption(transport) + ["todoitem"] + verb)
+            let run = try await CLI.run(
+                ["table", "--url", server.url] + transportOption(transport) + ["todoitem"] + verb)
             #expect(run.status == 1, "\(verb)")
             #expect(run.stderr.hasPrefix("error: "), "\(verb)")
             #expect(run.stdout.isEmpty, "\(verb)")
@@ -214,9 +216,9 @@ struct TableCLITests {
     }
 
     @Test("a table the server does not have: exit 1 with the server's words")
-    func unknownTable() throws {
+    func unknownTable() async throws {
         let server = try TableServer()
-        let run = try TableClient(server: server, version: "v2").run(["list"], table: "nosuch")
+        let run = try await TableClient(server: server, version: "v2").run(["list"], table: "nosuch")
         #expect(run.status == 1)
         #expect(run.stderr.hasPrefix("error: "))
         #expect(run.stderr.contains("no table 'nosuch'"))
@@ -225,20 +227,20 @@ struct TableCLITests {
     @Test(
         "an answer that is not the row asked for exits 1",
         arguments: [("200 OK", "[]"), ("200 OK", "not json"), ("404 Not Found", "{}")])
-    func badAnswer(_ status: String, _ body: String) throws {
+    func badAnswer(_ status: String, _ body: String) async throws {
         let server = try TinyServer(status: status, body: body)
         defer { server.stop() }
-        let run = try CLI.run(["table", "--url", server.url, "todoitem", "update", #"{"id":"a"}"#])
+        let run = try await CLI.run(["table", "--url", server.url, "todoitem", "update", #"{"id":"a"}"#])
         #expect(run.status == 1)
         #expect(run.stderr.hasPrefix("error: "))
         #expect(run.stdout.isEmpty)
     }
 
     @Test("a server that is down: exit 1, error: on stderr")
-    func serverDown() throws {
+    func serverDown() async throws {
         let closed = try TinyServer(status: "200 OK", body: "[]")
         closed.stop()
-        let run = try CLI.run(["table", "--url", closed.url, "todoitem", "list"])
+        let run = try await CLI.run(["table", "--url", closed.url, "todoitem", "list"])
         #expect(run.status == 1)
         #expect(run.stderr.hasPrefix("error: "))
         #expect(run.stdout.isEmpty)
@@ -269,24 +271,24 @@ struct TableCLITests {
             ["--url", "@URL", "todoitem", "list", "--bogus"],
             ["--url", "@URL", "--protocol", "v1", "todoitem", "insert", #"{"__owner":"me"}"#],
         ])
-    func usageErrors(_ arguments: [String]) throws {
+    func usageErrors(_ arguments: [String]) async throws {
         // A port nothing listens on: an error that reached the network would exit 1, not 2.
         let closed = try TinyServer(status: "200 OK", body: "[]")
         closed.stop()
-        let run = try CLI.run(["table"] + arguments.map { $0 == "@URL" ? closed.url : $0 })
+        let run = try await CLI.run(["table"] + arguments.map { $0 == "@URL" ? closed.url : $0 })
         #expect(run.status == 2, "\(run.stderr)")
         #expect(!run.stderr.isEmpty)
         #expect(run.stdout.isEmpty)
     }
 
     @Test("the help names the verbs, the options and the exit codes")
-    func help() throws {
-        let help = try CLI.run(["table", "--help"])
+    func help() async throws {
+        let help = try await CLI.run(["table", "--help"])
         #expect(help.status == 0)
         for word in ["--url", "--protocol", "--app-key", "--system-properties", "list", "insert", "delete", "412"] {
             #expect(help.stdout.contains(word), "\(word)")
         }
-        let listHelp = try CLI.run(["table", "--url", "http://127.0.0.1:1", "todoitem", "list", "--help"])
+        let listHelp = try await CLI.run(["table", "--url", "http://127.0.0.1:1", "todoitem", "list", "--help"])
         #expect(listHelp.status == 0)
         #expect(listHelp.stdout.contains("--order-by"))
     }
@@ -322,10 +324,10 @@ struct TableClient {
         self.transport = transport
     }
 
-    func run(_ verb: [String], table: String = "todoitem") throws -> CLIRun {
+    func run(_ verb: [String], table: String = "todoitem") async throws -> CLIRun {
         var options = ["--url", server.url, "--protocol", version] + transportOption(transport)
         if version == "v1", let systemProperties { options += ["--system-properties", systemProperties] }
-        return try CLI.run(["table"] + options + [table] + verb)
+        return try await CLI.run(["table"] + options + [table] + verb)
     }
 
     /// A system property's name in this protocol.
@@ -427,12 +429,16 @@ final class TinyServer: @unchecked Sendable {
     var requests: [String] { received.heads }
 
     /// Stops listening: the port then refuses connections.
+    ///
+    /// The serving thread closes the socket when its `accept` fails, not this: closed here, the
+    /// descriptor's number could go to another test's new socket before the thread's next
+    /// `accept`, which would then answer that test's requests with this server's response.
     func stop() {
         shutdown(socket, Int32(SHUT_RDWR))
-        close(socket)
     }
 
     private static func serve(_ socket: Int32, _ response: [UInt8], _ received: ReceivedHeads) {
+        defer { close(socket) }
         while true {
             let connection = accept(socket, nil, nil)
             if connection < 0 { return }

@@ -6,8 +6,8 @@ import Testing
 @Suite("flatland --transport")
 struct TransportCLITests {
     @Test("table, sync and demo document --transport and its two values", arguments: ["table", "sync", "demo"])
-    func help(_ command: String) throws {
-        let run = try CLI.run([command, "--help"])
+    func help(_ command: String) async throws {
+        let run = try await CLI.run([command, "--help"])
         #expect(run.status == 0)
         #expect(run.stdout.contains("--transport"))
         #expect(run.stdout.contains("urlsession"))
@@ -15,7 +15,7 @@ struct TransportCLITests {
     }
 
     @Test("an unknown transport is a usage error (exit 2) that names the option; nothing is sent")
-    func unknownTransport() throws {
+    func unknownTransport() async throws {
         let server = try TinyServer(status: "200 OK", body: "[]")
         defer { server.stop() }
         let workspace = try Workspace()
@@ -25,7 +25,7 @@ struct TransportCLITests {
             ["sync", "--store", store, "--url", server.url, "--transport", "curl", "pull", "todoitem"],
             ["demo", "--transport", "nio"],
         ] {
-            let run = try CLI.run(arguments)
+            let run = try await CLI.run(arguments)
             #expect(run.status == 2, "\(arguments): \(run.stderr)")
             #expect(run.stderr.contains("--transport"), "\(arguments): \(run.stderr)")
             #expect(run.stdout.isEmpty)
@@ -36,11 +36,11 @@ struct TransportCLITests {
     /// The two stacks send different header sets (libcurl adds its own): the default's request
     /// is AsyncHTTPClient's on Linux and URLSession's elsewhere.
     @Test("the default is asynchttpclient on Linux, urlsession elsewhere")
-    func platformDefault() throws {
-        func headerNames(_ transport: [String]) throws -> Set<String> {
+    func platformDefault() async throws {
+        func headerNames(_ transport: [String]) async throws -> Set<String> {
             let server = try TinyServer(status: "200 OK", body: "[]")
             defer { server.stop() }
-            let run = try CLI.run(["table", "--url", server.url] + transport + ["todoitem", "list"])
+            let run = try await CLI.run(["table", "--url", server.url] + transport + ["todoitem", "list"])
             #expect(run.status == 0, "\(transport): \(run.stderr)")
             let head = try #require(server.requests.first)
             return Set(
@@ -48,9 +48,9 @@ struct TransportCLITests {
                     line.firstIndex(of: ":").map { String(line[..<$0]) }
                 })
         }
-        let byDefault = try headerNames([])
-        let urlSession = try headerNames(["--transport", "urlsession"])
-        let asyncHTTPClient = try headerNames(["--transport", "asynchttpclient"])
+        let byDefault = try await headerNames([])
+        let urlSession = try await headerNames(["--transport", "urlsession"])
+        let asyncHTTPClient = try await headerNames(["--transport", "asynchttpclient"])
         #expect(urlSession != asyncHTTPClient, "the two transports are not told apart: \(urlSession)")
         #if os(Linux)
             #expect(byDefault == asyncHTTPClient)

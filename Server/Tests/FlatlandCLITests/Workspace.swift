@@ -29,8 +29,8 @@ final class Workspace {
     }
 
     /// Runs `flatland` with the workspace as the current directory.
-    func run(_ arguments: [String], stdin: Data? = nil) throws -> CLIRun {
-        try CLI.run(arguments, stdin: stdin, directory: url)
+    func run(_ arguments: [String], stdin: Data? = nil) async throws -> CLIRun {
+        try await CLI.run(arguments, stdin: stdin, directory: url)
     }
 }
 
