@@ -170,13 +170,14 @@ extension SyncContext {
                             }
                         }
                         if let serverID = plan.serverID {
-                            try db.execute(
-                                sql: "INSERT OR REPLACE INTO flatland_sync_local_ids VALUES (?, ?, ?)",
-                                arguments: [operation.table, operation.itemID, serverID])
-                            try db.execute(
+                            try db.cachedStatement(
+                                sql: "INSERT OR REPLACE INTO flatland_sync_local_ids VALUES (?, ?, ?)"
+                            )
+                            .execute(arguments: [operation.table, operation.itemID, serverID])
+                            try db.cachedStatement(
                                 sql:
-                                    "UPDATE flatland_sync_operations SET item_id = ? WHERE table_name = ? AND item_id = ?",
-                                arguments: [serverID, operation.table, operation.itemID])
+                                    "UPDATE flatland_sync_operations SET item_id = ? WHERE table_name = ? AND item_id = ?"
+                            ).execute(arguments: [serverID, operation.table, operation.itemID])
                         }
                     }
                 }

@@ -336,7 +336,7 @@ enum SyncQueue {
     static func pendingIDs(_ db: Database, table: String) throws -> Set<String> {
         Set(
             try String.fetchAll(
-                db, sql: "SELECT DISTINCT item_id FROM flatland_sync_operations WHERE table_name = ?",
+                db.cachedStatement(sql: "SELECT DISTINCT item_id FROM flatland_sync_operations WHERE table_name = ?"),
                 arguments: [table]))
     }
 
@@ -372,13 +372,13 @@ enum SyncQueue {
     static func collapse(
         _ db: Database, sequence: Int64, kind: SyncOperation.Kind, version: String?, item: JSONObject?
     ) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE flatland_sync_operations
                 SET kind = ?, version = ?, item = ?, changes = changes + 1
                 WHERE sequence = ?
-                """,
-            arguments: [kind.rawValue, version, bytes(item), sequence])
+                """
+        ).execute(arguments: [kind.rawValue, version, bytes(item), sequence])
     }
 
     static func setState(_ db: Database, sequence: Int64, _ state: SyncOperation.State) throws {
@@ -453,13 +453,14 @@ enum SyncQueue {
         state: SyncOperation.State = .failed
     ) throws {
         let serverError = (status ?? 0) >= 500
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE flatland_sync_operations
                 SET state = ?, status = ?, server_item = ?, raw_body = ?, error = ?,
                     maybe_applied = maybe_applied OR ?
                 WHERE sequence = ?
-                """,
+                """
+        ).execute(
             arguments: [state.rawValue, status, bytes(serverItem), Data(rawBody), error, serverError ? 1 : 0, sequence])
     }
 
@@ -467,14 +468,14 @@ enum SyncQueue {
 
     static func token(_ db: Database, table: String, queryID: String) throws -> String? {
         try String.fetchOne(
-            db, sql: "SELECT token FROM flatland_sync_tokens WHERE table_name = ? AND query_id = ?",
+            db.cachedStatement(sql: "SELECT token FROM flatland_sync_tokens WHERE table_name = ? AND query_id = ?"),
             arguments: [table, queryID])
     }
 
     static func setToken(_ db: Database, table: String, queryID: String, token: String) throws {
-        try db.execute(
-            sql: "INSERT OR REPLACE INTO flatland_sync_tokens (table_name, query_id, token) VALUES (?, ?, ?)",
-            arguments: [table, queryID, token])
+        try db.cachedStatement(
+            sql: "INSERT OR REPLACE INTO flatland_sync_tokens (table_name, query_id, token) VALUES (?, ?, ?)"
+        ).execute(arguments: [table, queryID, token])
     }
 
     static func purge(_ db: Database, table: String, queryID: String?) throws {
