@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// Runs the built `flatland` executable and captures what it prints.
@@ -49,12 +50,35 @@ enum CLI {
         try process.run()
         if let stdin { input.fileHandleForWriting.write(stdin) }
         try input.fileHandleForWriting.close()
+        // Both pipes are read at once: read one after the other, a child that filled the second
+        // (64 KiB) before closing the first would wait forever.
+        let errors = Drain(err.fileHandleForReading)
         let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        let errData = errors.wait()
         process.waitUntilExit()
         return CLIRun(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+/// Reads a file handle to its end on a thread of its own.
+final class Drain: Sendable {
+    private let data = Mutex(Data())
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            let read = handle.readDataToEndOfFile()
+            data.withLock { $0 = read }
+            done.signal()
+        }
+    }
+
+    /// Everything read, once the handle's end is reached.
+    func wait() -> Data {
+        done.wait()
+        return data.withLock { $0 }
     }
 }
 
